@@ -1,0 +1,40 @@
+"""granular: particle and rigid-body dynamics with rotations, on the CPU or an NVIDIA GPU.
+
+Quick start::
+
+    import granular as gr
+    b = gr.ModelBuilder()
+    i = b.add_particle(x=[0, 0, 0], alpha=[0, 2 * math.tan(3 * math.pi / 8), 0],
+                       omega=[0.2, 0, 0.2])
+    b.add_pendulum(i, rho0=[0, 0, 1], g=1.0)
+    model = b.finalize("cpu")          # or "gpu", "auto"
+    state = model.state()
+    integ = gr.ExplicitIntegrator("verlet")   # map (25); "exact" (23), "campello" (27)
+    for _ in range(1000):
+        integ.step(model, state, 1e-2)
+    print(gr.diagnostics.energies(model, state))
+"""
+
+from . import diagnostics, rotations
+from .backend import Backend, BackendError, get_backend
+from .integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
+from .model import Model, ModelBuilder
+from .state import State
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "ExplicitIntegrator",
+    "IntegrationError",
+    "Model",
+    "ModelBuilder",
+    "NonFiniteError",
+    "State",
+    "StepSizeError",
+    "__version__",
+    "diagnostics",
+    "get_backend",
+    "rotations",
+]

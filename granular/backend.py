@@ -1,0 +1,145 @@
+"""Choosing the backend once: array module ``xp`` and kernel table.
+
+=========  ==========================  =============================================
+name       arrays                      kernels
+=========  ==========================  =============================================
+``cpu``    NumPy                       :mod:`kernels.cpu` (Numba, parallel loops)
+``gpu``    CuPy (device memory)        :mod:`kernels.cuda` (numba-cuda)
+``auto``   ``gpu`` when CuPy finds a CUDA device, else ``cpu``
+=========  ==========================  =============================================
+
+Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU needed) ``"gpu"`` runs
+the CUDA kernels in the simulator on NumPy arrays (``Backend.simulated`` is ``True``);
+this is how CI exercises the GPU launch code. ``"auto"`` never picks the simulator.
+
+The rest of the engine never asks which backend it is on: it uses ``backend.xp`` for
+arrays and ``backend.kernels`` for hot loops.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
+
+import numpy as np
+
+BACKEND_NAMES = ("auto", "cpu", "gpu")
+
+
+class BackendError(RuntimeError):
+    """A requested backend is not available on this machine."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array module and the kernels compiled for it.
+
+    Attributes
+    ----------
+    name: ``"cpu"`` or ``"gpu"``.
+    xp: ``numpy`` or ``cupy``.
+    kernels: :mod:`kernels.cpu` or :mod:`kernels.cuda`.
+    device: human-readable description of the processor.
+    simulated: ``True`` for the CUDA simulator (GPU kernels on NumPy arrays).
+    """
+
+    name: str
+    xp: ModuleType
+    kernels: ModuleType
+    device: str
+    simulated: bool = False
+
+    def asarray(self, a, dtype=None):
+        """Copy host data to this backend's memory."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    def to_host(self, a) -> np.ndarray:
+        """A NumPy copy (or view, on the CPU) of a backend array."""
+        if self.xp is np:
+            return np.asarray(a)
+        return self.xp.asnumpy(a)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (no-op on the CPU); call before reading a clock."""
+        if self.xp is not np:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def __repr__(self) -> str:
+        sim = ", simulated" if self.simulated else ""
+        return f"Backend({self.name!r}, {self.device}{sim})"
+
+
+def cuda_simulator_enabled() -> bool:
+    """``True`` when ``NUMBA_ENABLE_CUDASIM`` is set to a non-zero value."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def gpu_probe() -> tuple[bool, str]:
+    """Whether a usable CUDA GPU exists, and a sentence saying what was found."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError or a broken CUDA installation
+        return False, f"CuPy is not importable ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return False, f"CuPy found no CUDA device ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return False, "CuPy found no CUDA device"
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return True, f"{name} (CUDA device {cupy.cuda.Device().id} of {count})"
+
+
+@lru_cache(maxsize=None)
+def get_backend(name: str = "auto") -> Backend:
+    """Return the backend called ``name`` (``"auto"``, ``"cpu"`` or ``"gpu"``).
+
+    Raises :class:`BackendError` for ``"gpu"`` without a GPU (and without the CUDA
+    simulator), and :class:`ValueError` for an unknown name.
+    """
+    if isinstance(name, Backend):
+        return name
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"backend must be one of {BACKEND_NAMES}, got {name!r}")
+    if name == "cpu":
+        return _cpu_backend()
+    found, what = gpu_probe()
+    if name == "auto":
+        return _gpu_backend(what) if found and not cuda_simulator_enabled() else _cpu_backend()
+    if found and not cuda_simulator_enabled():
+        return _gpu_backend(what)
+    if cuda_simulator_enabled():
+        from kernels import cuda as cuda_kernels
+
+        return Backend("gpu", np, cuda_kernels, "Numba CUDA simulator", simulated=True)
+    raise BackendError(
+        f"backend 'gpu' was requested but no CUDA GPU is usable: {what}. "
+        "Install the GPU extra (pip install 'granular[gpu]') on a machine with an NVIDIA "
+        "GPU, or choose backend 'cpu' or 'auto'."
+    )
+
+
+def resolve_backend(backend) -> Backend:
+    """Accept a :class:`Backend` or a name."""
+    return backend if isinstance(backend, Backend) else get_backend(backend)
+
+
+def _cpu_backend() -> Backend:
+    import platform
+
+    from kernels import cpu as cpu_kernels
+
+    cpu = platform.processor() or platform.machine()
+    return Backend("cpu", np, cpu_kernels, f"{cpu}, {os.cpu_count()} logical cores")
+
+
+def _gpu_backend(what: str) -> Backend:
+    import cupy
+
+    from kernels import cuda as cuda_kernels
+
+    return Backend("gpu", cupy, cuda_kernels, what)

@@ -1,0 +1,12 @@
+"""Time integrators for the particle state (explicit maps of paper 003)."""
+
+from .explicit import (
+    SCHEMES,
+    ExplicitIntegrator,
+    IntegrationError,
+    NonFiniteError,
+    StepSizeError,
+    scheme_name,
+)
+
+__all__ = ["SCHEMES", "ExplicitIntegrator", "IntegrationError", "NonFiniteError", "StepSizeError", "scheme_name"]

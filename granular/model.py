@@ -1,0 +1,242 @@
+"""``ModelBuilder`` (host lists, easy to fill) → ``finalize(backend)`` → ``Model``.
+
+``Model`` holds what does not change during a run, on one backend:
+
+=============  ========  ===================================================
+``mass``       (N,)      particle mass ``m`` [mass], > 0
+``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²], > 0
+``radius``     (N,)      radius [length], > 0
+``forces``     list      interaction families (:mod:`granular.forces`)
+=============  ========  ===================================================
+
+and the initial conditions, from which :meth:`Model.state` makes a fresh
+:class:`~granular.state.State`. Every input is checked when it is added; an error names
+the argument, the particle and what is allowed.
+
+Example::
+
+    b = ModelBuilder()
+    i = b.add_particle(x=[0, 0, 0], rotvec=[0, 2.35, 0], omega=[0.2, 0, 0.2])
+    b.add_pendulum(i, rho0=[0, 0, 1], g=1.0)
+    model = b.finalize("cpu")
+    state = model.state()
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rotations
+from .backend import Backend, resolve_backend
+from .forces import PendulumPotential, UniformGravity
+from .state import State
+
+#: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.
+UNIT_QUATERNION_TOL = 1e-8
+
+
+def _vectors(name, value, n, width=3, allow_broadcast=True):
+    """``value`` as a finite float64 ``(n, width)`` array, or a ``ValueError`` naming ``name``."""
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 1 and allow_broadcast and a.shape == (width,):
+        a = np.broadcast_to(a, (n, width)).copy()
+    if a.shape != (n, width):
+        raise ValueError(f"{name}: expected shape ({n}, {width}) or ({width},), got {a.shape}")
+    bad = ~np.isfinite(a).all(axis=1)
+    if bad.any():
+        raise ValueError(f"{name}: non-finite value for particle {int(np.argmax(bad))} of this call: {a[bad][0]}")
+    return a
+
+
+def _scalars(name, value, n, positive=True):
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    bad = ~np.isfinite(a) | ((a <= 0) if positive else False)
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        rule = "finite and > 0" if positive else "finite"
+        raise ValueError(f"{name}: must be {rule}; particle {k} of this call has {a[k]!r}")
+    return a
+
+
+def _orientations(n, orientation, alpha, rotvec):
+    given = [(k, v) for k, v in (("orientation", orientation), ("alpha", alpha), ("rotvec", rotvec)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of orientation (quaternion), alpha (RRP), rotvec; got {[k for k, _ in given]}")
+    if not given:
+        q = np.zeros((n, 4))
+        q[:, 0] = 1.0
+        return q
+    key, value = given[0]
+    if key == "orientation":
+        q = _vectors("orientation", value, n, width=4)
+        norm = np.linalg.norm(q, axis=1)
+        bad = np.abs(norm - 1.0) > UNIT_QUATERNION_TOL
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError(
+                f"orientation: must be a unit quaternion (q0, q1, q2, q3) with | |q| - 1 | <= "
+                f"{UNIT_QUATERNION_TOL}; particle {k} of this call has |q| = {norm[k]!r}"
+            )
+        return q / norm[:, None]
+    if key == "alpha":
+        return rotations.quat_from_rrp(_vectors("alpha", value, n))
+    return rotations.quat_from_rotvec(_vectors("rotvec", value, n))
+
+
+class ModelBuilder:
+    """Collects particles and fields on the host; :meth:`finalize` moves them to a backend."""
+
+    def __init__(self):
+        self._x, self._v, self._q, self._omega = [], [], [], []
+        self._mass, self._inertia, self._radius = [], [], []
+        self._n = 0
+        self._gravity = None
+        self._pendula = []  # (index array, rho0 array, mg array, vertical)
+
+    @property
+    def particle_count(self) -> int:
+        return self._n
+
+    def add_particles(
+        self,
+        x,
+        v=(0.0, 0.0, 0.0),
+        *,
+        orientation=None,
+        alpha=None,
+        rotvec=None,
+        omega=(0.0, 0.0, 0.0),
+        mass=1.0,
+        inertia=1.0,
+        radius=0.5,
+    ) -> np.ndarray:
+        """Add ``K`` spherical particles; returns their indices, (K,) int64.
+
+        ``x`` (K, 3); ``v``, ``omega`` (spatial Ω) (K, 3) or (3,); orientation as one of
+        ``orientation`` (unit quaternions, (K, 4) or (4,)), ``alpha`` (RRP) or ``rotvec``
+        (rotation vectors), identity if none; ``mass``, ``inertia`` (scalar ``J``),
+        ``radius``: scalar or (K,), each > 0.
+        """
+        xa = np.array(x, dtype=np.float64)
+        if xa.ndim != 2 or xa.shape[1] != 3:
+            raise ValueError(f"x: expected shape (K, 3), got {xa.shape}")
+        k = xa.shape[0]
+        xa = _vectors("x", xa, k, allow_broadcast=False)
+        self._x.append(xa)
+        self._v.append(_vectors("v", v, k))
+        self._omega.append(_vectors("omega", omega, k))
+        self._q.append(_orientations(k, orientation, alpha, rotvec))
+        self._mass.append(_scalars("mass", mass, k))
+        self._inertia.append(_scalars("inertia", inertia, k))
+        self._radius.append(_scalars("radius", radius, k))
+        first = self._n
+        self._n += k
+        return np.arange(first, self._n, dtype=np.int64)
+
+    def add_particle(self, x, v=(0.0, 0.0, 0.0), **kwargs) -> int:
+        """Add one particle (arguments as :meth:`add_particles` for K = 1); returns its index."""
+        for key in ("orientation", "alpha", "rotvec"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = np.asarray(kwargs[key], dtype=np.float64)[None, :]
+        return int(self.add_particles(np.asarray(x, dtype=np.float64)[None, :], v, **kwargs)[0])
+
+    def set_gravity(self, g) -> None:
+        """Uniform gravitational acceleration ``g`` (3,) for all particles."""
+        self._gravity = _vectors("gravity", g, 1)[0]
+
+    def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
+        """Make particles 3D pendula about fixed pivots, eq. (39): ``U = -m g e·Rρ0``.
+
+        ``particles``: index or (K,) indices (each at most once over all pendulum calls);
+        ``rho0``: body-frame vector pivot → centre of mass, (3,) or (K, 3); ``g`` > 0;
+        ``vertical``: the unit vector ``e`` of (39). The particle's ``inertia`` is taken as
+        the scalar inertia about the pivot.
+        """
+        idx = np.atleast_1d(np.asarray(particles))
+        if idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise ValueError(f"particles: expected integer indices, got {particles!r}")
+        if ((idx < 0) | (idx >= self._n)).any():
+            raise ValueError(f"particles: indices must be in [0, {self._n}), got {idx.tolist()}")
+        used = np.concatenate([p[0] for p in self._pendula] + [idx])
+        if len(np.unique(used)) != len(used):
+            raise ValueError("particles: a particle can be attached to at most one pendulum")
+        k = len(idx)
+        r = _vectors("rho0", rho0, k)
+        gg = _scalars("g", g, k)
+        e = _vectors("vertical", vertical, 1)[0]
+        if abs(np.linalg.norm(e) - 1.0) > 1e-12:
+            raise ValueError(f"vertical: must be a unit vector, got {e.tolist()} (norm {np.linalg.norm(e)!r})")
+        self._pendula.append((idx.astype(np.int64), r, gg, e))
+
+    def finalize(self, backend="auto", dtype=np.float64) -> "Model":
+        """Move everything to ``backend`` (name or :class:`Backend`) and return the ``Model``."""
+        if self._n == 0:
+            raise ValueError("the model has no particles; add some with add_particles()")
+        if np.dtype(dtype) != np.float64:
+            raise ValueError(f"dtype: only float64 is supported so far, got {np.dtype(dtype)}")
+        be = resolve_backend(backend)
+        cat = np.concatenate
+        mass = cat(self._mass)
+        forces = []
+        if self._gravity is not None:
+            forces.append(UniformGravity(be, self._gravity))
+        if self._pendula:
+            verticals = {tuple(p[3]) for p in self._pendula}
+            for e in verticals:
+                group = [p for p in self._pendula if tuple(p[3]) == e]
+                idx = cat([p[0] for p in group])
+                forces.append(
+                    PendulumPotential(
+                        be, idx, cat([p[1] for p in group]), mass[idx] * cat([p[2] for p in group]), e
+                    )
+                )
+        return Model(
+            backend=be,
+            dtype=np.dtype(dtype),
+            mass=mass,
+            inertia=cat(self._inertia),
+            radius=cat(self._radius),
+            forces=forces,
+            initial=(cat(self._x), cat(self._v), cat(self._q), cat(self._omega)),
+        )
+
+
+class Model:
+    """Fixed per-particle parameters and interaction families on one backend."""
+
+    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial):
+        xp = backend.xp
+        self.backend = backend
+        self.dtype = dtype
+        self.n = len(mass)
+        self.mass = xp.asarray(mass, dtype=dtype)
+        self.inertia = xp.asarray(inertia, dtype=dtype)
+        self.radius = xp.asarray(radius, dtype=dtype)
+        self.forces = list(forces)
+        self._initial = initial  # host arrays (x, v, q, omega)
+
+    def state(self) -> State:
+        """A new state at the model's initial conditions (forces not yet evaluated)."""
+        x, v, q, omega = self._initial
+        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega)
+
+    def force(self, kind: str):
+        """The interaction family of ``kind`` (e.g. ``"pendulum"``), or ``None``."""
+        for f in self.forces:
+            if f.kind == kind:
+                return f
+        return None
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f.kind for f in self.forces) or "none"
+        return f"Model(N={self.n}, backend={self.backend.name}, dtype={self.dtype}, forces: {kinds})"

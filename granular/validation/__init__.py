@@ -1,0 +1,17 @@
+"""Paper reproductions run by ``granular validate NAME``.
+
+Each study module has ``run(quick=False, backend="cpu") -> Report``.
+"""
+
+from importlib import import_module
+
+STUDIES = {
+    "pendulum": "granular.validation.pendulum",
+}
+
+
+def get_study(name: str):
+    """The module of study ``name``, or a ``ValueError`` listing the known ones."""
+    if name not in STUDIES:
+        raise ValueError(f"unknown study {name!r}; available: {sorted(STUDIES)}")
+    return import_module(STUDIES[name])

@@ -1,0 +1,77 @@
+"""GPU kernels: the bodies of :mod:`kernels.particles` compiled by
+``numba.cuda.jit(device=True)``, one thread per particle, launched on CuPy arrays (through
+``__cuda_array_interface__``) or, under Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``), on NumPy arrays.
+
+Every launcher has the same signature as its twin in :mod:`kernels.cpu`. Launches go to
+the default stream, the one CuPy uses unless told otherwise, so they are ordered with
+CuPy's own work without extra synchronisation.
+"""
+
+from numba import cuda
+
+from . import particles
+
+THREADS_PER_BLOCK = 256
+
+B = particles.build(cuda.jit(device=True))
+
+_advance_body = B.advance_body
+_finish_body = B.finish_body
+_gravity_body = B.gravity_body
+_pendulum_body = B.pendulum_body
+
+name = "cuda"
+
+
+def _blocks(n):
+    return max(1, (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
+
+
+@cuda.jit
+def _advance_kernel(scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _advance_body(i, scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status)
+
+
+@cuda.jit
+def _finish_kernel(scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
+    i = cuda.grid(1)
+    if i < x1.shape[0]:
+        _finish_body(i, scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status)
+
+
+@cuda.jit
+def _gravity_kernel(m, g1, g2, g3, F):
+    i = cuda.grid(1)
+    if i < F.shape[0]:
+        _gravity_body(i, m, g1, g2, g3, F)
+
+
+@cuda.jit
+def _pendulum_kernel(index, rho0, mg, e1, e2, e3, q, RM, U):
+    k = cuda.grid(1)
+    if k < index.shape[0]:
+        _pendulum_body(k, index, rho0, mg, e1, e2, e3, q, RM, U)
+
+
+def advance(scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
+    n = x.shape[0]
+    _advance_kernel[_blocks(n), THREADS_PER_BLOCK](scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status)
+
+
+def finish(scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
+    n = x1.shape[0]
+    _finish_kernel[_blocks(n), THREADS_PER_BLOCK](scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status)
+
+
+def gravity(m, g1, g2, g3, F):
+    n = F.shape[0]
+    _gravity_kernel[_blocks(n), THREADS_PER_BLOCK](m, g1, g2, g3, F)
+
+
+def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
+    n = index.shape[0]
+    if n:
+        _pendulum_kernel[_blocks(n), THREADS_PER_BLOCK](index, rho0, mg, e1, e2, e3, q, RM, U)
