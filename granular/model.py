@@ -64,7 +64,7 @@ def _scalars(name, value, n, positive=True):
     if np.any(bad):
         k = int(np.argmax(bad))
         rule = "finite and > 0" if positive else "finite"
-        raise ValueError(f"{name}: must be {rule}; particle {k} of this call has {a[k]!r}")
+        raise ValueError(f"{name}: must be {rule}; particle {k} of this call has {float(a[k])!r}")
     return a
 
 

@@ -1,0 +1,34 @@
+"""Shared fixtures: the ``backend`` fixture runs a test on the CPU and on the GPU backend.
+
+The GPU case runs on a real GPU when CuPy finds one, else under Numba's CUDA simulator
+when ``NUMBA_ENABLE_CUDASIM=1`` (CI sets it), else it is skipped.
+"""
+
+import numpy as np
+import pytest
+
+from granular.backend import BackendError, get_backend
+
+
+def _gpu_or_skip():
+    try:
+        return get_backend("gpu")
+    except BackendError as exc:
+        pytest.skip(f"no GPU backend: {exc}")
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request):
+    if request.param == "cpu":
+        return get_backend("cpu")
+    return _gpu_or_skip()
+
+
+@pytest.fixture
+def gpu_backend():
+    return _gpu_or_skip()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261122)
