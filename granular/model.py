@@ -85,7 +85,7 @@ def _orientations(n, orientation, alpha, rotvec):
             k = int(np.argmax(bad))
             raise ValueError(
                 f"orientation: must be a unit quaternion (q0, q1, q2, q3) with | |q| - 1 | <= "
-                f"{UNIT_QUATERNION_TOL}; particle {k} of this call has |q| = {norm[k]!r}"
+                f"{UNIT_QUATERNION_TOL}; particle {k} of this call has |q| = {float(norm[k])!r}"
             )
         return q / norm[:, None]
     if key == "alpha":
