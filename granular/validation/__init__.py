@@ -7,6 +7,8 @@ from importlib import import_module
 
 STUDIES = {
     "pendulum": "granular.validation.pendulum",
+    "ulvc": "granular.validation.ulvc",
+    "nontwisting": "granular.validation.nontwisting",
 }
 
 
