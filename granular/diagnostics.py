@@ -26,17 +26,19 @@ def kinetic_energy_rotational(model, state) -> float:
 
 
 def potential_energies(model, state) -> dict:
-    """Potential energy of each interaction family, keyed ``potential_<kind>``."""
+    """Potential energy of each interaction family: ``U_gravity``, ``U_pendulum``, ``U_m``
+    (bending/torsion), ``U_a`` (axial), ``U_s`` (shear), ``U_pp`` (particle-particle),
+    ``U_pw`` (particle-wall), for the families the model has."""
     out = {}
     for f in model.forces:
-        key = f"potential_{f.kind}"
-        out[key] = out.get(key, 0.0) + f.energy(model, state.x, state.q)
+        for key, value in f.energies(model, state).items():
+            out[key] = out.get(key, 0.0) + value
     return out
 
 
 def energies(model, state) -> dict:
-    """Energy by kind: ``kinetic_translational``, ``kinetic_rotational``,
-    ``potential_<kind>`` for each family, and ``total``."""
+    """Energy by kind: ``kinetic_translational``, ``kinetic_rotational``, the potential
+    energies of :func:`potential_energies`, and ``total``."""
     e = {
         "kinetic_translational": kinetic_energy_translational(model, state),
         "kinetic_rotational": kinetic_energy_rotational(model, state),
@@ -44,6 +46,11 @@ def energies(model, state) -> dict:
     e.update(potential_energies(model, state))
     e["total"] = float(sum(e.values()))
     return e
+
+
+def broken_bonds(model, state) -> int:
+    """Number of broken bonds."""
+    return int(state.broken.sum()) if model.n_bonds else 0
 
 
 def total_energy(model, state) -> float:

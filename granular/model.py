@@ -7,6 +7,7 @@
 ``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²], > 0
 ``radius``     (N,)      radius [length], > 0
 ``forces``     list      interaction families (:mod:`granular.forces`)
+``bonds``                the :class:`~granular.forces.Bonds` family or ``None``
 =============  ========  ===================================================
 
 and the initial conditions, from which :meth:`Model.state` makes a fresh
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import rotations
 from .backend import Backend, resolve_backend
-from .forces import PendulumPotential, UniformGravity
+from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
 from .state import State
 
 #: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.
@@ -68,6 +69,23 @@ def _scalars(name, value, n, positive=True):
     return a
 
 
+def _nonnegative(name, value, n, what="bond", allow_inf=False):
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    ok = (a >= 0) & (np.isfinite(a) | (allow_inf & (a == np.inf)))
+    if not ok.all():
+        k = int(np.argmax(~ok))
+        rule = "> 0 (inf: never)" if allow_inf else "finite and >= 0"
+        raise ValueError(f"{name}: must be {rule}; {what} {k} of this call has {float(a[k])!r}")
+    return a
+
+
 def _orientations(n, orientation, alpha, rotvec):
     given = [(k, v) for k, v in (("orientation", orientation), ("alpha", alpha), ("rotvec", rotvec)) if v is not None]
     if len(given) > 1:
@@ -102,6 +120,11 @@ class ModelBuilder:
         self._n = 0
         self._gravity = None
         self._pendula = []  # (index array, rho0 array, mg array, vertical)
+        self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max) arrays per call
+        self._bond_keys = {}  # (a, b) -> global bond id, for duplicate detection
+        self._kpp = None
+        self._bonded_contacts = True
+        self._walls = []  # (normal (3,), offset, k or None)
 
     @property
     def particle_count(self) -> int:
@@ -178,6 +201,71 @@ class ModelBuilder:
             raise ValueError(f"vertical: must be a unit vector, got {e.tolist()} (norm {np.linalg.norm(e)!r})")
         self._pendula.append((idx.astype(np.int64), r, gg, e))
 
+    def add_bonds(self, pairs, ka=0.0, ks=0.0, km=0.0, strain_max=np.inf, angle_max=np.inf) -> np.ndarray:
+        """Bond particle pairs with binder stiffnesses (paper 003, Sect. 4); returns bond ids.
+
+        ``pairs`` (B, 2) particle indices (each unordered pair at most once); ``ka`` (axial
+        U^a), ``ks`` (shear U^s), ``km`` (bending and torsion U^m): scalars or (B,), >= 0
+        [energy]; ``strain_max`` (on ``|r/r0 - 1|``) and ``angle_max`` (on the relative
+        rotation angle, rad): breakage thresholds, > 0, ``inf`` (default) for none. Rest
+        length, rest directions and reference relative rotation are taken from the
+        initial configuration at :meth:`finalize`.
+        """
+        p = np.asarray(pairs)
+        if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
+            raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
+        p = p.astype(np.int64)
+        nb = len(p)
+        first = sum(len(c[0]) for c in self._bonds)
+        seen = {}
+        for k, (i, j) in enumerate(p):
+            gid = first + k
+            for end in (i, j):
+                if not 0 <= end < self._n:
+                    raise ValueError(f"bonds: bond {gid} names particle {end}, but particles are 0..{self._n - 1}")
+            if i == j:
+                raise ValueError(f"bonds: bond {gid} joins particle {i} to itself")
+            key = (min(i, j), max(i, j))
+            earlier = self._bond_keys.get(key, seen.get(key))
+            if earlier is not None:
+                raise ValueError(f"bonds: bond {gid} duplicates bond {earlier} (particles {key[0]}, {key[1]})")
+            seen[key] = gid
+        self._bond_keys.update(seen)
+        stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
+        thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
+        for name, t in zip(("strain_max", "angle_max"), thresholds):
+            if (t == 0).any():
+                raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+        self._bonds.append((np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1]), *stiff, *thresholds))
+        return np.arange(first, first + nb, dtype=np.int64)
+
+    def set_contacts(self, kpp, bonded_contacts=True) -> None:
+        """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
+        ``kpp`` >= 0 [energy]. ``bonded_contacts=False`` leaves bonded pairs out (see
+        :class:`~granular.forces.ParticleContacts`)."""
+        self._kpp = float(_nonnegative("kpp", kpp, 1, what="value")[0])
+        self._bonded_contacts = bool(bonded_contacts)
+
+    def add_wall(self, normal, offset=0.0, k=None) -> int:
+        """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
+        side); stiffness ``k`` >= 0, default the contact stiffness. Returns the wall id."""
+        wid = len(self._walls)
+        try:
+            nrm = np.asarray(normal, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"wall {wid}: normal must be 3 numbers, got {normal!r}") from None
+        if nrm.shape != (3,) or not np.isfinite(nrm).all():
+            raise ValueError(f"wall {wid}: normal must be 3 finite numbers, got {normal!r}")
+        length = float(np.linalg.norm(nrm))
+        if length == 0.0:
+            raise ValueError(f"wall {wid}: normal has zero length")
+        off = float(offset)
+        if not np.isfinite(off):
+            raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
+        kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
+        self._walls.append((nrm / length, off, kk))
+        return wid
+
     def finalize(self, backend="auto", dtype=np.float64) -> "Model":
         """Move everything to ``backend`` (name or :class:`Backend`) and return the ``Model``."""
         if self._n == 0:
@@ -200,6 +288,29 @@ class ModelBuilder:
                         be, idx, cat([p[1] for p in group]), mass[idx] * cat([p[2] for p in group]), e
                     )
                 )
+        x0, q0 = cat(self._x), cat(self._q)
+        bonds = None
+        if self._bonds:
+            cols = [cat([c[i] for c in self._bonds]) for i in range(7)]
+            a, b = cols[0], cols[1]
+            rest = np.linalg.norm(x0[a] - x0[b], axis=1)
+            if (rest == 0).any():
+                k = int(np.argmax(rest == 0))
+                raise ValueError(
+                    f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
+                )
+            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:])
+            forces.append(bonds)
+        if self._kpp is not None:
+            forces.append(ParticleContacts(be, self._n, self._kpp, bonds, self._bonded_contacts))
+        if self._walls:
+            ks = []
+            for wid, (_, _, k) in enumerate(self._walls):
+                if k is None and self._kpp is None:
+                    raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
+                ks.append(self._kpp if k is None else k)
+            planes = [np.concatenate([n, [c]]) for n, c, _ in self._walls]
+            forces.append(Walls(be, self._n, planes, ks))
         return Model(
             backend=be,
             dtype=np.dtype(dtype),
@@ -207,15 +318,18 @@ class ModelBuilder:
             inertia=cat(self._inertia),
             radius=cat(self._radius),
             forces=forces,
-            initial=(cat(self._x), cat(self._v), cat(self._q), cat(self._omega)),
+            initial=(x0, cat(self._v), q0, cat(self._omega)),
+            bonds=bonds,
         )
 
 
 class Model:
     """Fixed per-particle parameters and interaction families on one backend."""
 
-    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial):
+    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None):
         xp = backend.xp
+        self.bonds = bonds
+        self.n_bonds = 0 if bonds is None else bonds.count
         self.backend = backend
         self.dtype = dtype
         self.n = len(mass)
@@ -228,7 +342,7 @@ class Model:
     def state(self) -> State:
         """A new state at the model's initial conditions (forces not yet evaluated)."""
         x, v, q, omega = self._initial
-        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega)
+        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds)
 
     def force(self, kind: str):
         """The interaction family of ``kind`` (e.g. ``"pendulum"``), or ``None``."""

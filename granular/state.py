@@ -13,6 +13,7 @@ default), in consistent units of length, time and mass:
 ``RM``         (N, 3)       total spatial moment at the current configuration
                             [mass·length²/time²]
 ``status``     (N,) int32   per-particle code of the last step (0 = fine)
+``broken``     (B,) int8    1 for each bond that has broken (B bonds; 0 = intact)
 =============  ===========  ==========================================================
 
 The total orientation is kept as a unit quaternion, not as RRP, because RRP are
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 from . import rotations
 
-_SWAPPED = ("x", "v", "q", "omega", "F", "RM")
+_SWAPPED = ("x", "v", "q", "omega", "F", "RM", "broken")
 
 
 @dataclass
@@ -41,6 +42,7 @@ class _Buffers:
     omega: object
     F: object
     RM: object
+    broken: object
 
 
 @dataclass
@@ -54,14 +56,15 @@ class State:
     F: object
     RM: object
     status: object
+    broken: object
     time: float = 0.0
     step: int = 0
     forces_valid: bool = False  # F and RM belong to the current x and q
     _back: _Buffers = field(default=None, repr=False)
 
     @classmethod
-    def allocate(cls, xp, n: int, dtype, x, v, q, omega) -> "State":
-        """A state with copies of the given initial arrays and zero forces."""
+    def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0) -> "State":
+        """A state with copies of the given initial arrays, zero forces, intact bonds."""
 
         def new(cols):
             return xp.zeros((n, cols), dtype=dtype)
@@ -74,8 +77,9 @@ class State:
             F=new(3),
             RM=new(3),
             status=xp.zeros(n, dtype=xp.int32),
+            broken=xp.zeros(n_bonds, dtype=xp.int8),
         )
-        state._back = _Buffers(new(3), new(3), new(4), new(3), new(3), new(3))
+        state._back = _Buffers(new(3), new(3), new(4), new(3), new(3), new(3), xp.zeros(n_bonds, dtype=xp.int8))
         return state
 
     @property
@@ -107,8 +111,9 @@ class State:
     def copy(self) -> "State":
         """An independent copy (same backend), including the clock."""
         xp = rotations.array_module(self.x)
-        new = State.allocate(xp, self.n, self.x.dtype, self.x, self.v, self.q, self.omega)
+        new = State.allocate(xp, self.n, self.x.dtype, self.x, self.v, self.q, self.omega, len(self.broken))
         new.F[...] = self.F
         new.RM[...] = self.RM
+        new.broken[...] = self.broken
         new.time, new.step, new.forces_valid = self.time, self.step, self.forces_valid
         return new

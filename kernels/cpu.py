@@ -7,15 +7,25 @@ Every launcher has the same signature as its twin in :mod:`kernels.cuda`.
 
 from numba import njit, prange
 
-from . import particles
+from . import interactions, particles
+from .cache import keyed_cache
+
+# Every function compiled below is cached under a directory keyed by the kernel sources.
+_cache = keyed_cache().__enter__()
 
 _jit = njit(cache=True)
 B = particles.build(_jit)
+I = interactions.build(_jit, B)
 
 _advance_body = B.advance_body
 _finish_body = B.finish_body
 _gravity_body = B.gravity_body
 _pendulum_body = B.pendulum_body
+_bond_force_body = I.bond_force_body
+_bond_energy_body = I.bond_energy_body
+_bond_break_body = I.bond_break_body
+_contact_allpairs_body = I.contact_allpairs_body
+_wall_body = I.wall_body
 
 name = "cpu"
 
@@ -42,3 +52,37 @@ def gravity(m, g1, g2, g3, F):
 def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
     for k in prange(index.shape[0]):
         _pendulum_body(k, index, rho0, mg, e1, e2, e3, q, RM, U)
+
+
+@njit(parallel=True, cache=True)
+def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM):
+    for i in prange(x.shape[0]):
+        _bond_force_body(i, x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km,
+                         broken, F, RM)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def bond_energies(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+    for k in prange(bond_a.shape[0]):
+        _bond_energy_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+
+
+@njit(parallel=True, cache=True)
+def bond_break(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
+    for k in prange(bond_a.shape[0]):
+        _bond_break_body(k, x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out)
+
+
+@njit(parallel=True, cache=True)
+def contacts_allpairs(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
+    for i in prange(x.shape[0]):
+        _contact_allpairs_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U)
+
+
+@njit(parallel=True, cache=True)
+def walls(x, radius, wall_planes, kw, F, U):
+    for i in prange(x.shape[0]):
+        _wall_body(i, x, radius, wall_planes, kw, F, U)
+
+
+_cache.__exit__(None, None, None)

@@ -12,7 +12,7 @@ import os
 
 from numba import cuda
 
-from . import particles
+from . import interactions, particles
 
 # The simulator runs every thread of a block as a Python thread, padding included, so
 # small blocks keep its tests fast; on hardware 256 threads per block.
@@ -20,11 +20,17 @@ SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS_PER_BLOCK = 8 if SIMULATED else 256
 
 B = particles.build(cuda.jit(device=True))
+I = interactions.build(cuda.jit(device=True), B)
 
 _advance_body = B.advance_body
 _finish_body = B.finish_body
 _gravity_body = B.gravity_body
 _pendulum_body = B.pendulum_body
+_bond_force_body = I.bond_force_body
+_bond_energy_body = I.bond_energy_body
+_bond_break_body = I.bond_break_body
+_contact_allpairs_body = I.contact_allpairs_body
+_wall_body = I.wall_body
 
 name = "cuda"
 
@@ -80,3 +86,69 @@ def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
     n = index.shape[0]
     if n:
         _pendulum_kernel[_blocks(n), THREADS_PER_BLOCK](index, rho0, mg, e1, e2, e3, q, RM, U)
+
+
+@cuda.jit
+def _bond_forces_kernel(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _bond_force_body(i, x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km,
+                         broken, F, RM)  # fmt: skip
+
+
+@cuda.jit
+def _bond_energies_kernel(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+    k = cuda.grid(1)
+    if k < bond_a.shape[0]:
+        _bond_energy_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+
+
+@cuda.jit
+def _bond_break_kernel(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
+    k = cuda.grid(1)
+    if k < bond_a.shape[0]:
+        _bond_break_body(k, x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out)
+
+
+@cuda.jit
+def _contacts_allpairs_kernel(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _contact_allpairs_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U)
+
+
+@cuda.jit
+def _walls_kernel(x, radius, wall_planes, kw, F, U):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _wall_body(i, x, radius, wall_planes, kw, F, U)
+
+
+def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM):
+    _bond_forces_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
+        x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM
+    )
+
+
+def bond_energies(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+    if bond_a.shape[0]:
+        _bond_energies_kernel[_blocks(bond_a.shape[0]), THREADS_PER_BLOCK](
+            x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out
+        )
+
+
+def bond_break(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
+    if bond_a.shape[0]:
+        _bond_break_kernel[_blocks(bond_a.shape[0]), THREADS_PER_BLOCK](
+            x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out
+        )
+
+
+def contacts_allpairs(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
+    _contacts_allpairs_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
+        x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U
+    )
+
+
+def walls(x, radius, wall_planes, kw, F, U):
+    _walls_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](x, radius, wall_planes, kw, F, U)

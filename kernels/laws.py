@@ -99,3 +99,102 @@ def pendulum_moment(p1, p2, p3, mg, e1, e2, e3):
 def is_finite(a):
     """``True`` unless ``a`` is NaN or infinite (``a - a`` is 0 only for finite ``a``)."""
     return a - a == 0.0
+
+
+def quat_log(q0, q1, q2, q3):
+    """Rotation vector (angle in ``[0, π]``) of a unit quaternion, by ``atan2``.
+
+    ``θ = 2 atan2(|q_vec|, |q0|) sign(q0) q_vec / |q_vec|``; the factor tends to
+    ``2/|q0|`` as ``q_vec → 0``, so small angles are exact (no ``arccos``).
+    """
+    n = math.sqrt(q1 * q1 + q2 * q2 + q3 * q3)
+    s = 1.0
+    if q0 < 0.0:
+        s = -1.0
+    a0 = s * q0
+    if n > 0.0:
+        c = s * 2.0 * math.atan2(n, a0) / n
+    else:
+        c = s * 2.0 / a0
+    return c * q1, c * q2, c * q3
+
+
+def axial_bond(d1, d2, d3, rest_length, ka):
+    """Binder axial load (51)-(52): ``U^a = ½ K^a (r/r0 - 1)²``, ``r = |d|``, ``d = x_a - x_b``.
+
+    Returns the force on end ``a``, ``F_a = -K^a (r/r0 - 1)/r0 · d/r`` (``F_b = -F_a``),
+    the energy and the axial strain ``r/r0 - 1``.
+    """
+    r = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
+    strain = r / rest_length - 1.0
+    c = -ka * strain / (rest_length * r)
+    return c * d1, c * d2, c * d3, 0.5 * ka * strain * strain, strain
+
+
+def shear_bond(d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
+    """Binder shear load, the rigid-motion-invariant reading of (53)-(55) in PAPER_NOTES.md.
+
+    ``n = d/|d|`` is the current bond direction (``d = x_a - x_b``); ``u_a = R_a n0_a``,
+    ``u_b = R_b n0_b`` are the bond directions carried by the two ends (both equal to
+    ``n`` in the reference configuration). With ``c_a = u_a·n``, ``c_b = u_b·n``:
+
+    ``U^s = ½ K^s [(1 - c_a)² + (1 - c_b)²]``,
+    ``F_a = -∂U/∂x_a = K^s/r (I - n nᵀ)((1 - c_a) u_a + (1 - c_b) u_b)``, ``F_b = -F_a``,
+    ``RM_a = K^s (1 - c_a) u_a × n``, ``RM_b = K^s (1 - c_b) u_b × n``.
+
+    Invariant under a rigid rotation of the whole system, so linear and angular momentum
+    are conserved (``(x_a - x_b) × F_a + RM_a + RM_b = 0``).
+    Returns ``(F_a[3], RM_a[3], RM_b[3], U)``.
+    """
+    r = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
+    n1, n2, n3 = d1 / r, d2 / r, d3 / r
+    ta = 1.0 - (ua1 * n1 + ua2 * n2 + ua3 * n3)
+    tb = 1.0 - (ub1 * n1 + ub2 * n2 + ub3 * n3)
+    g1 = ta * ua1 + tb * ub1
+    g2 = ta * ua2 + tb * ub2
+    g3 = ta * ua3 + tb * ub3
+    gn = g1 * n1 + g2 * n2 + g3 * n3
+    c = ks / r
+    ca = ks * ta
+    cb = ks * tb
+    return (
+        c * (g1 - gn * n1),
+        c * (g2 - gn * n2),
+        c * (g3 - gn * n3),
+        ca * (ua2 * n3 - ua3 * n2),
+        ca * (ua3 * n1 - ua1 * n3),
+        ca * (ua1 * n2 - ua2 * n1),
+        cb * (ub2 * n3 - ub3 * n2),
+        cb * (ub3 * n1 - ub1 * n3),
+        cb * (ub1 * n2 - ub2 * n1),
+        0.5 * ks * (ta * ta + tb * tb),
+    )
+
+
+def hertz_contact(distance, reach, k):
+    """Particle-particle (56)-(57) and particle-wall contact.
+
+    ``U = (2/5) K [1 - s/ρ]_+^{5/2}`` with the centre distance (or signed wall distance)
+    ``s`` and the reach ``ρ = D_a/2 + D_b/2`` (``D_a/2`` for a wall). The printed factor
+    5/2 of (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (PAPER_NOTES.md).
+    Returns the repulsive force magnitude ``f = K/ρ [1 - s/ρ]_+^{3/2}`` (along the
+    separation direction) and ``U``.
+    """
+    overlap = 1.0 - distance / reach
+    if overlap > 0.0:
+        root = math.sqrt(overlap)
+        return k / reach * overlap * root, 0.4 * k * overlap * overlap * root
+    return 0.0, 0.0
+
+
+def compensated_add(s, c, x):
+    """Neumaier's compensated summation: add ``x`` to the running sum ``s`` with
+    correction ``c``; the total is ``s + c``. For the few terms of a particle's
+    interactions this is the correctly rounded sum in practice, so it does not depend on
+    the order of the terms (and so not on particle numbering)."""
+    t = s + x
+    if abs(s) >= abs(x):
+        c += (s - t) + x
+    else:
+        c += (x - t) + s
+    return t, c

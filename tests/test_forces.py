@@ -9,17 +9,14 @@ import pytest
 
 import granular as gr
 from granular import rotations as rot
-from granular.forces import evaluate_forces
+from granular.forces import forces_at
 
 DATA = json.loads((pathlib.Path(__file__).parent / "data" / "fields.json").read_text())
 
 
 def forces_and_energy(model, x, q):
-    xp = model.backend.xp
-    F, RM = xp.zeros_like(x), xp.zeros_like(x)
-    evaluate_forces(model, x, q, F, RM)
-    U = sum(f.energy(model, x, q) for f in model.forces)
-    return model.backend.to_host(F), model.backend.to_host(RM), U
+    F, RM, energies = forces_at(model, x, q)
+    return model.backend.to_host(F), model.backend.to_host(RM), sum(energies.values())
 
 
 def random_model(backend, rng, n=7):

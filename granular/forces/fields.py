@@ -13,13 +13,13 @@ class UniformGravity:
     def __init__(self, backend, g):
         self.g = tuple(float(c) for c in g)
 
-    def accumulate(self, model, x, q, F, RM) -> None:
-        model.backend.kernels.gravity(model.mass, self.g[0], self.g[1], self.g[2], F)
+    def accumulate(self, model, cfg) -> None:
+        model.backend.kernels.gravity(model.mass, self.g[0], self.g[1], self.g[2], cfg.F)
 
-    def energy(self, model, x, q) -> float:
+    def energies(self, model, cfg) -> dict:
         xp = model.backend.xp
-        g = xp.asarray(self.g, dtype=x.dtype)
-        return float(-(model.mass[:, None] * x * g).sum())
+        g = xp.asarray(self.g, dtype=cfg.x.dtype)
+        return {"U_gravity": float(-(model.mass[:, None] * cfg.x * g).sum())}
 
 
 class PendulumPotential:
@@ -48,13 +48,15 @@ class PendulumPotential:
         self._U = xp.zeros(len(self.index_host), dtype=np.float64)  # scratch: energies
         self._RM = None  # scratch for energy-only evaluation, allocated on first use
 
-    def accumulate(self, model, x, q, F, RM) -> None:
+    def _run(self, model, q, RM) -> None:
         e = self.vertical
         model.backend.kernels.pendulum(self.index, self.rho0, self.mg, e[0], e[1], e[2], q, RM, self._U)
 
-    def energy(self, model, x, q) -> float:
+    def accumulate(self, model, cfg) -> None:
+        self._run(model, cfg.q, cfg.RM)
+
+    def energies(self, model, cfg) -> dict:
         if self._RM is None:
-            self._RM = model.backend.xp.zeros_like(x)
-        self._RM.fill(0.0)
-        self.accumulate(model, x, q, None, self._RM)
-        return float(self._U.sum())
+            self._RM = model.backend.xp.zeros_like(cfg.x)
+        self._run(model, cfg.q, self._RM)
+        return {"U_pendulum": float(self._U.sum())}

@@ -31,7 +31,7 @@ import numpy as np
 
 from kernels import laws
 
-from ..forces import evaluate_forces
+from ..forces import evaluate_forces, update_breakage
 
 SCHEMES = {
     "exact": laws.SCHEME_EXACT,
@@ -100,7 +100,8 @@ class ExplicitIntegrator:
     def prepare(self, model, state) -> None:
         """Evaluate the forces at the current configuration if they are not current."""
         if not state.forces_valid:
-            evaluate_forces(model, state.x, state.q, state.F, state.RM)
+            update_breakage(model, state, state.broken)
+            evaluate_forces(model, state)
             state.forces_valid = True
 
     def step(self, model, state, h) -> None:
@@ -114,7 +115,8 @@ class ExplicitIntegrator:
             self.code, h, state.x, state.v, state.q, state.omega, state.F, state.RM,
             model.mass, model.inertia, nxt.x, nxt.v, nxt.q, nxt.omega, state.status,
         )  # fmt: skip
-        evaluate_forces(model, nxt.x, nxt.q, nxt.F, nxt.RM)
+        update_breakage(model, nxt, state.broken)
+        evaluate_forces(model, nxt)
         k.finish(self.code, h, nxt.x, nxt.v, nxt.q, nxt.omega, nxt.F, nxt.RM, model.mass, model.inertia, state.status)
         if int(state.status.max()) != laws.STATUS_OK:
             raise self._failure(model, state, h)
