@@ -51,6 +51,15 @@ __all__ = [
     "rotvec_from_rrp",
     "so3_exp",
     "so3_log",
+    "so3_tangent",
+    "so3_tangent_inv",
+    "se3_hat",
+    "se3_ad",
+    "se3_exp",
+    "se3_exp_parts",
+    "se3_tangent",
+    "se3_tangent_inv",
+    "se3_tangent_inv_apply",
 ]
 
 
@@ -295,3 +304,269 @@ def so3_exp(theta):
 def so3_log(R):
     """Rotation vector of a rotation matrix (angle in ``[0, π]``), through its quaternion."""
     return quat_to_rotvec(quat_from_matrix(R))
+
+
+# ----------------------------------------------------------------------------- SE(3)
+#
+# Holzinger, Gerstmayr & Schöberl (paper 001), eqs. (13)-(17). A twist or incremental
+# motion vector is ``n = [n_T, n_R]`` (..., 6): translation part first, rotation part
+# second, as ``v_L = [U, Ω]`` in (10). ``H = [[R, x], [0, 1]]`` and body-frame
+# increments act from the right, ``H(t+h) = H(t) exp(n)`` (12). With ``θ = |n_R|``:
+#
+# * ``T_SO3(n_R) = I - a ñ_R + b ñ_R²`` (15), ``a = (1-cos θ)/θ²``, ``b = (θ-sin θ)/θ³``:
+#   the right-trivialised tangent operator, ``Ω = T_SO3(n_R) ṅ_R`` for ``R = exp(ñ_R)``.
+# * ``T_SO3⁻¹(n_R) = I + ½ ñ_R + k1 ñ_R²`` with ``k1 = (1 - (θ/2) cot(θ/2))/θ²``; this is
+#   (16) with its garbled coefficient replaced by the paper's own (76).
+# * ``T_SE3`` and ``T_SE3⁻¹`` are block upper-triangular, ``[[T(n_R), T_TR], [0, T(n_R)]]``;
+#   the off-diagonal block is the derivative of the diagonal block in the direction
+#   ``n_T`` (a function of ``ad_n = [[ñ_R, ñ_T], [0, ñ_R]]`` has that form), so for the
+#   inverse (17) it reads ``½ ñ_T + k1 (ñ_T ñ_R + ñ_R ñ_T) + k2 ñ_R²`` with
+#   ``k2 = (n_R·n_T) k1'(θ)/θ``, which is the paper's (77). The printed (17) has a
+#   commutator ``[ñ_T, ñ_R]`` and a garbled ``k2``; the finite-difference tests in
+#   ``tests/test_rotations_se3.py`` confirm the anticommutator form used here.
+#
+# Every coefficient below 0.5 rad is its Taylor polynomial in θ² (8 terms, truncation
+# below 1e-18 relative), so the operators are exact to round-off at any small angle and
+# at θ = 0; the closed forms are used above 0.5 rad. ``T_SO3⁻¹`` and ``T_SE3⁻¹`` are
+# singular at θ = 2π (cot(θ/2) → ∞), where ``exp`` stops being invertible.
+
+_SERIES_THRESHOLD = 0.5
+
+# Taylor coefficients in powers of θ² (exact rationals, computed with fractions.Fraction),
+# one column per coefficient function; 8 terms leave a truncation error below 1e-18
+# relative for θ < 0.5.
+_SERIES = {
+    "b": (1 / 6, -1 / 120, 1 / 5040, -1 / 362880, 1 / 39916800, -1 / 6227020800, 1 / 1307674368000,
+          -1 / 355687428096000),  # (θ - sin θ)/θ³
+    "da": (-1 / 12, 1 / 180, -1 / 6720, 1 / 453600, -1 / 47900160, 1 / 7264857600, -1 / 1494484992000,
+           1 / 400148356608000),  # a'(θ)/θ = (θ sin θ - 2(1 - cos θ))/θ⁴
+    "db": (-1 / 60, 1 / 1260, -1 / 60480, 1 / 4989600, -1 / 622702080, 1 / 108972864000, -1 / 25406244864000,
+           1 / 7602818775552000),  # b'(θ)/θ = ((1 - cos θ)θ - 3(θ - sin θ))/θ⁵
+    "k1": (1 / 12, 1 / 720, 1 / 30240, 1 / 1209600, 1 / 47900160, 691 / 1307674368000, 1 / 74724249600,
+           3617 / 10670622842880000),  # (1 - (θ/2) cot(θ/2))/θ²
+    "dk1": (1 / 360, 1 / 7560, 1 / 201600, 1 / 5987520, 691 / 130767436800, 1 / 6227020800,
+            3617 / 762187345920000, 43867 / 319318388573184000),  # k1'(θ)/θ
+}  # fmt: skip
+
+
+def _closed_forms(ts, names):
+    """The closed forms of the coefficients ``names`` at angles ``ts`` (all ≥ 0.5)."""
+    xp = array_module(ts)
+    out = []
+    if {"b", "da", "db"} & set(names):
+        s, c = xp.sin(ts), xp.cos(ts)
+    if {"k1", "dk1"} & set(names):
+        half = 0.5 * ts
+        sh = xp.sin(half)
+        tcot = ts * xp.cos(half) / sh  # θ cot(θ/2)
+    t2 = ts * ts
+    for name in names:
+        if name == "b":
+            out.append((ts - s) / (t2 * ts))
+        elif name == "da":
+            out.append((ts * s - 2.0 * (1.0 - c)) / (t2 * t2))
+        elif name == "db":
+            out.append(((1.0 - c) * ts - 3.0 * (ts - s)) / (t2 * t2 * ts))
+        elif name == "k1":
+            out.append((1.0 - 0.5 * tcot) / t2)
+        else:  # "dk1": (θ²/(1 - cos θ) + θ cot(θ/2) - 4)/(2θ⁴), with 1 - cos θ = 2 sin²(θ/2)
+            out.append((0.5 * t2 / (sh * sh) + tcot - 4.0) / (2.0 * t2 * t2))
+    return out
+
+
+def _coefficients(theta, *names):
+    """``θ = |theta|`` and the coefficients ``names`` (each (...,)) of the rotation vectors
+    ``theta`` (..., 3): Taylor series below 0.5 rad, closed form above."""
+    xp = array_module(theta)
+    t2 = _dot(theta, theta)
+    t = xp.sqrt(t2)
+    small = t < _SERIES_THRESHOLD
+    ts = xp.where(small, 1.0, t)
+    C = np.array([_SERIES[k] for k in names]).T  # (8, k)
+    t2s = xp.where(small, t2, 0.0)  # the series is only used below the threshold
+    powers = xp.cumprod(xp.broadcast_to(t2s[..., None], t2.shape + (C.shape[0] - 1,)), axis=-1)
+    series = xp.asarray(C[0]) + powers @ xp.asarray(C[1:])
+    closed = xp.stack(_closed_forms(ts, names), axis=-1)
+    both = xp.where(small[..., None], series, closed)
+    return t, [both[..., i] for i in range(len(names))]
+
+
+def _coef_a(t):
+    """``a = (1 - cos θ)/θ²`` = ``½ sinc²(θ/2)``, exact at 0."""
+    xp = array_module(t)
+    return 0.5 * xp.sinc(t / (2 * np.pi)) ** 2
+
+
+def _cross_many(pairs):
+    """Several cross products in one batched call: ``[(a1, b1), (a2, b2), ...] → [a1×b1, ...]``."""
+    xp = array_module(pairs[0][0])
+    a = xp.stack(xp.broadcast_arrays(*[p[0] for p in pairs]), axis=-2)
+    b = xp.stack(xp.broadcast_arrays(*[p[1] for p in pairs]), axis=-2)
+    c = _cross(a, b)
+    return [c[..., i, :] for i in range(len(pairs))]
+
+
+def _check_last(arr, k, name):
+    if arr.shape[-1:] != (k,):
+        raise ValueError(f"{name} must have shape (..., {k}), got {tuple(arr.shape)}")
+
+
+def so3_tangent(theta):
+    """Tangent operator (15): ``T_SO3(θ) = I - (1-cos|θ|)/|θ|² S(θ) + (|θ|-sin|θ|)/|θ|³ S(θ)²``.
+
+    ``theta``: (..., 3) float64, rotation vector [rad]. Returns (..., 3, 3). For
+    ``R(t) = exp(S(θ(t)))`` the body angular velocity is ``Ω = T_SO3(θ) θ̇`` (right
+    trivialisation, ``Ṙ = R S(Ω)``). Exact at ``θ → 0`` (limits ½ and 1/6).
+    """
+    _check_last(theta, 3, "theta")
+    xp = array_module(theta)
+    t, (b,) = _coefficients(theta, "b")
+    a = _coef_a(t)
+    S = skew(theta)
+    return xp.eye(3, dtype=theta.dtype) - a[..., None, None] * S + b[..., None, None] * (S @ S)
+
+
+def so3_tangent_inv(theta):
+    """Inverse tangent operator (16): ``T_SO3⁻¹(θ) = I + ½ S(θ) + k1 S(θ)²``,
+    ``k1 = (1 - (|θ|/2) cot(|θ|/2))/|θ|²`` (the coefficient (76); → 1/12 at 0).
+
+    ``theta``: (..., 3) float64, rotation vector [rad], ``|θ| < 2π``. Returns (..., 3, 3);
+    ``θ̇ = T_SO3⁻¹(θ) Ω``.
+    """
+    _check_last(theta, 3, "theta")
+    xp = array_module(theta)
+    _, (k1,) = _coefficients(theta, "k1")
+    S = skew(theta)
+    return xp.eye(3, dtype=theta.dtype) + 0.5 * S + k1[..., None, None] * (S @ S)
+
+
+def se3_hat(n):
+    """The 4×4 Lie-algebra matrix (7) of ``n = [n_T, n_R]``: ``[[S(n_R), n_T], [0, 0]]``.
+
+    ``n``: (..., 6) float64 [length, rad] (or a velocity [length/time, 1/time]).
+    """
+    _check_last(n, 6, "n")
+    xp = array_module(n)
+    top = xp.concatenate([skew(n[..., 3:]), n[..., :3, None]], axis=-1)
+    bottom = xp.zeros(n.shape[:-1] + (1, 4), dtype=n.dtype)
+    return xp.concatenate([top, bottom], axis=-2)
+
+
+def se3_ad(n):
+    """Adjoint matrix ``ad_n = [[S(n_R), S(n_T)], [0, S(n_R)]]`` (6×6), ``ad_n m = [n, m]``.
+
+    ``n``: (..., 6) float64 ``[n_T, n_R]``. This is the block matrix of (74) before the
+    factor ``D̄⁻¹``.
+    """
+    _check_last(n, 6, "n")
+    xp = array_module(n)
+    SR, ST = skew(n[..., 3:]), skew(n[..., :3])
+    Z = xp.zeros_like(SR)
+    return xp.concatenate([xp.concatenate([SR, ST], axis=-1), xp.concatenate([Z, SR], axis=-1)], axis=-2)
+
+
+def se3_exp(n):
+    """Exponential map (13): ``exp_SE3(n) = [[exp_SO3(n_R), T_SO3ᵀ(n_R) n_T], [0, 1]]``.
+
+    ``n``: (..., 6) float64, incremental motion vector ``[n_T, n_R]`` [length, rad].
+    Returns ``H``: (..., 4, 4). ``T_SO3ᵀ(n_R) n_T = n_T + a n_R × n_T + b n_R × (n_R × n_T)``
+    with ``a``, ``b`` of (15); exact as ``n_R → 0`` (then ``H = [[I, n_T], [0, 1]]``).
+    """
+    _check_last(n, 6, "n")
+    xp = array_module(n)
+    R, x = se3_exp_parts(n)
+    top = xp.concatenate([R, x[..., None]], axis=-1)
+    bottom = xp.zeros(n.shape[:-1] + (1, 4), dtype=n.dtype)
+    bottom[..., 0, 3] = 1.0
+    return xp.concatenate([top, bottom], axis=-2)
+
+
+def se3_exp_parts(n):
+    """(13) as ``(R, x)``: ``R = exp_SO3(n_R)`` (..., 3, 3) and ``x = T_SO3ᵀ(n_R) n_T`` (..., 3).
+
+    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Cheaper than :func:`se3_exp`
+    when only the rotation and translation are needed (``H exp(n)`` is
+    ``(R_H R, x_H + R_H x)``).
+    """
+    _check_last(n, 6, "n")
+    nT, nR = n[..., :3], n[..., 3:]
+    t, (b,) = _coefficients(nR, "b")
+    a = _coef_a(t)
+    c = _cross(nR, nT)
+    x = nT + a[..., None] * c + b[..., None] * _cross(nR, c)
+    return so3_exp(nR), x
+
+
+def se3_tangent(n):
+    """Tangent operator of SE(3): ``v = T_SE3(n) ṅ`` for ``H(t) = exp_SE3(n(t))``, ``Ḣ = H v̂``.
+
+    ``T_SE3(n) = [[T_SO3(n_R), T_TR], [0, T_SO3(n_R)]]`` with
+    ``T_TR = -a S(n_T) + b (S(n_T) S(n_R) + S(n_R) S(n_T)) + (n_R·n_T)(-a'/θ S(n_R) + b'/θ S(n_R)²)``,
+    ``a``, ``b`` of (15), ``θ = |n_R|`` (the directional derivative of (15) along ``n_T``).
+
+    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Returns (..., 6, 6). The inverse
+    is :func:`se3_tangent_inv`.
+    """
+    _check_last(n, 6, "n")
+    xp = array_module(n)
+    nT, nR = n[..., :3], n[..., 3:]
+    t, (b, da, db) = _coefficients(nR, "b", "da", "db")
+    a = _coef_a(t)
+    SR, ST = skew(nR), skew(nT)
+    SR2 = SR @ SR
+    e = lambda c: c[..., None, None]  # noqa: E731
+    TR = xp.eye(3, dtype=n.dtype) - e(a) * SR + e(b) * SR2
+    p = _dot(nR, nT)
+    TTR = -e(a) * ST + e(b) * (ST @ SR + SR @ ST) + e(p) * (-e(da) * SR + e(db) * SR2)
+    Z = xp.zeros_like(TR)
+    return xp.concatenate([xp.concatenate([TR, TTR], axis=-1), xp.concatenate([Z, TR], axis=-1)], axis=-2)
+
+
+def se3_tangent_inv(n):
+    """Inverse tangent operator (13), (16), (17): ``ṅ = T_SE3⁻¹(n) v``.
+
+    ``T_SE3⁻¹(n) = [[T_SO3⁻¹(n_R), T_nTnR], [0, T_SO3⁻¹(n_R)]]``,
+    ``T_SO3⁻¹ = I + ½ S(n_R) + k1 S(n_R)²``,
+    ``T_nTnR = ½ S(n_T) + k1 (S(n_T) S(n_R) + S(n_R) S(n_T)) + k2 S(n_R)²``,
+    ``k1 = (1 - (θ/2) cot(θ/2))/θ²`` (76),
+    ``k2 = (n_R·n_T)/(2θ⁴) (θ²/(1 - cos θ) + θ cot(θ/2) - 4)`` (77), ``θ = |n_R| < 2π``.
+    Equivalently ``I + ½ ad_n + K(n) ad_n²`` with ``K`` of (75) (see (73)).
+
+    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Returns (..., 6, 6).
+    """
+    _check_last(n, 6, "n")
+    xp = array_module(n)
+    nT, nR = n[..., :3], n[..., 3:]
+    _, (k1, dk1) = _coefficients(nR, "k1", "dk1")
+    k2 = _dot(nR, nT) * dk1
+    SR, ST = skew(nR), skew(nT)
+    SR2 = SR @ SR
+    e = lambda c: c[..., None, None]  # noqa: E731
+    TR = xp.eye(3, dtype=n.dtype) + 0.5 * SR + e(k1) * SR2
+    TTR = 0.5 * ST + e(k1) * (ST @ SR + SR @ ST) + e(k2) * SR2
+    Z = xp.zeros_like(TR)
+    return xp.concatenate([xp.concatenate([TR, TTR], axis=-1), xp.concatenate([Z, TR], axis=-1)], axis=-2)
+
+
+def se3_tangent_inv_apply(n, v):
+    """``T_SE3⁻¹(n) v`` without forming the 6×6 matrix (same formula as :func:`se3_tangent_inv`).
+
+    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]; ``v``: (..., 6) float64
+    ``[U, Ω]`` [length/time, 1/time]. Returns ``ṅ``: (..., 6). With ``u × (u × ·)`` for
+    ``S(u)²``: ``ṅ_R = Ω + ½ n_R × Ω + k1 n_R × (n_R × Ω)``,
+    ``ṅ_T = U + ½ n_R × U + k1 n_R × (n_R × U) + ½ n_T × Ω
+    + k1 (n_T × (n_R × Ω) + n_R × (n_T × Ω)) + k2 n_R × (n_R × Ω)``.
+    """
+    _check_last(n, 6, "n")
+    _check_last(v, 6, "v")
+    xp = array_module(n, v)
+    nT, nR = n[..., :3], n[..., 3:]
+    U, Om = v[..., :3], v[..., 3:]
+    _, (k1, dk1) = _coefficients(nR, "k1", "dk1")
+    k1 = k1[..., None]
+    k2 = (_dot(nR, nT) * dk1)[..., None]
+    rO, rU, tO = _cross_many([(nR, Om), (nR, U), (nT, Om)])
+    rrO, rrU, trO, rtO = _cross_many([(nR, rO), (nR, rU), (nT, rO), (nR, tO)])
+    dR = Om + 0.5 * rO + k1 * rrO
+    dT = U + 0.5 * (rU + tO) + k1 * (rrU + trO + rtO) + k2 * rrO
+    return xp.concatenate([dT, dR], axis=-1)
