@@ -60,7 +60,16 @@ def cmd_validate(args) -> int:
     if args.name not in STUDIES:
         print(f"granular validate: unknown study {args.name!r}; available: {', '.join(sorted(STUDIES))}", file=sys.stderr)
         return 2
-    report = get_study(args.name).run(quick=args.quick, backend=args.backend)
+    import inspect
+
+    study = get_study(args.name)
+    kwargs = {"quick": args.quick, "backend": args.backend}
+    if args.long:
+        if "long" not in inspect.signature(study.run).parameters:
+            print(f"granular validate: study {args.name!r} has no --long mode", file=sys.stderr)
+            return 2
+        kwargs["long"] = True
+    report = study.run(**kwargs)
     written = report.write(args.out) if args.out else []
     if args.json:
         d = report.as_dict()
@@ -73,6 +82,84 @@ def cmd_validate(args) -> int:
     return 0 if report.passed else 1
 
 
+def _prepare_out_dir(out: str) -> None:
+    """Reuse a previous run's directory (our own files only); refuse a foreign one."""
+    import shutil
+
+    if not os.path.isdir(out) or not os.listdir(out):
+        return
+    ours = {"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu"}
+    present = set(os.listdir(out))
+    if not present <= ours:
+        raise ValueError(f"--out: {out!r} exists and holds files that are not a granular run's "
+                         f"({sorted(present - ours)[:3]}); choose another directory")  # fmt: skip
+    for name in present:
+        path = os.path.join(out, name)
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def cmd_run(args) -> int:
+    from .integrators import IntegrationError
+    from .scene import SceneError, build_model, load_scene
+    from .simulation import Simulation, restore_state
+
+    try:
+        scene = load_scene(args.scene)
+    except SceneError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if args.precision not in (None, "float64"):
+        print(f"granular run: --precision {args.precision!r} is not available; allowed: float64", file=sys.stderr)
+        return 2
+    try:
+        model, run = build_model(scene, backend=args.backend, source=args.scene)
+    except SceneError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if args.steps is not None:
+        total = args.steps
+    elif args.time is not None:
+        total = int(round(args.time / run.dt))
+    elif run.steps is not None:
+        total = run.steps
+    else:
+        total = int(round(run.duration / run.dt))
+    if total < 1:
+        print(f"granular run: the run is shorter than one step (dt = {run.dt})", file=sys.stderr)
+        return 2
+    scene_dict = scene.model_dump(mode="json")
+    state = model.state()
+    resumed = args.resume is not None
+    if resumed:
+        from .io import load_checkpoint
+
+        arrays, meta = load_checkpoint(args.resume)
+        if meta.get("scene") != scene_dict:
+            print(f"granular run: --resume: checkpoint {args.resume!r} was written for a different scene", file=sys.stderr)
+            return 2
+        if meta.get("backend") != model.backend.name:
+            print(f"granular run: --resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
+                  f"{model.backend.name!r} (bit-for-bit restarts need the same backend)", file=sys.stderr)  # fmt: skip
+            return 2
+        restore_state(model, state, arrays)
+        out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(args.resume)))
+    else:
+        out = args.out or os.path.join("out", scene.name)
+        _prepare_out_dir(out)
+    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json)
+    try:
+        info = sim.execute(state, total, resumed=resumed)
+    except IntegrationError as exc:
+        print(f"granular run: {exc}\n  the last good state is in {os.path.join(out, 'checkpoints', 'checkpoint.npz')}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if not args.quiet and not args.log_json:
+        rate = info["steps_per_s"]
+        print(f"granular run: {scene.name}: {info['steps']} steps to t = {info['time']:.6g} on {info['backend']}"
+              f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}; output in {out}/ (open frames.pvd in ParaView)")  # fmt: skip
+    return 130 if info["interrupted"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="granular", description="Particle and rigid-body dynamics with rotations.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -81,6 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.set_defaults(func=cmd_info)
 
+    run = sub.add_parser("run", help="run a scene file and write ParaView output")
+    run.add_argument("scene", help="TOML scene file (see docs/scenes.md and scenes/)")
+    run.add_argument("--out", metavar="DIR", help="output directory (default out/<scene name>)")
+    run.add_argument("--backend", choices=("auto", "cpu", "gpu"), help="override the scene's run.backend")
+    run.add_argument("--precision", choices=("float64", "float32"), help="override the scene's run.precision")
+    length = run.add_mutually_exclusive_group()
+    length.add_argument("--time", type=float, metavar="T", help="run to time T instead of run.duration")
+    length.add_argument("--steps", type=int, metavar="N", help="run N steps in all")
+    run.add_argument("--resume", metavar="CHECKPOINT", help="continue from a checkpoint of this scene")
+    run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    run.add_argument("--log-json", action="store_true", help="JSON-lines events on stdout, for scripts")
+    run.set_defaults(func=cmd_run)
+
     from .validation import STUDIES
 
     val = sub.add_parser("validate", help="run a paper reproduction and check its figures")
@@ -88,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--out", metavar="DIR", help="write <name>.json and <name>.png here")
     val.add_argument("--json", action="store_true", help="print the figures as JSON")
     val.add_argument("--quick", action="store_true", help="reduced study (under a minute)")
+    val.add_argument("--long", action="store_true", help="the long version of a study (e.g. torus to t = 500)")
     val.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "auto"), help="default: cpu")
     val.set_defaults(func=cmd_validate)
     return p

@@ -1,12 +1,14 @@
 """Paper reproductions run by ``granular validate NAME``.
 
-Each study module has ``run(quick=False, backend="cpu") -> Report``.
+Each study module has ``run(quick=False, backend="cpu") -> Report``; studies with a
+longer mode also take ``long=False``.
 """
 
 from importlib import import_module
 
 STUDIES = {
     "pendulum": "granular.validation.pendulum",
+    "torus": "granular.validation.torus",
     "ulvc": "granular.validation.ulvc",
     "nontwisting": "granular.validation.nontwisting",
 }

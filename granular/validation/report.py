@@ -20,7 +20,7 @@ class Check:
     @property
     def passed(self) -> bool:
         v = float(self.value)
-        if not math.isfinite(v):
+        if math.isnan(v):
             return False
         return bool((self.low is None or v >= self.low) and (self.high is None or v <= self.high))
 

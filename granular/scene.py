@@ -1,0 +1,454 @@
+"""Scene files: a TOML schema, validated field by field, turned into a model.
+
+The schema is documented in ``docs/scenes.md``; the paper cases live in ``scenes/``.
+Every bad field gives one line naming its path (``particles[0].radius``), the value and
+what is allowed; unknown keys are errors, so a typo never passes silently. Semantic
+checks (group names, bond families, overlaps, counts) follow the same format.
+
+    scene = load_scene("scenes/torus_impact.toml")     # SceneError on bad input
+    model, run = build_model(scene, backend="cpu")     # the Model and the [run] table
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from typing import Annotated, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .model import ModelBuilder
+from .shapes import add_torus
+
+#: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
+MAX_PARTICLES = 100_000_000
+
+Vec3 = Annotated[list[float], Field(min_length=3, max_length=3)]
+Quat = Annotated[list[float], Field(min_length=4, max_length=4)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class SceneError(ValueError):
+    """A scene file is malformed; ``errors`` lists ``(path, message)`` pairs."""
+
+    def __init__(self, errors, source="scene"):
+        self.errors = list(errors)
+        self.source = source
+        lines = [f"{source}: {len(self.errors)} error(s)"] + [f"  {p}: {m}" for p, m in self.errors]
+        super().__init__("\n".join(lines))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+class RunTable(_Strict):
+    """``[run]``: integrator, step, duration, output cadence, backend and precision."""
+
+    integrator: Literal["exact", "verlet", "campello"] = "verlet"
+    dt: Positive
+    duration: Positive | None = None
+    steps: Annotated[int, Field(gt=0)] | None = None
+    output_every: Positive | None = None
+    series_every: Positive | None = None
+    checkpoint_every: Positive | None = None
+    backend: Literal["auto", "cpu", "gpu"] = "auto"
+    precision: Literal["float64"] = "float64"
+
+    @model_validator(mode="after")
+    def _one_length(self):
+        if (self.duration is None) == (self.steps is None):
+            raise ValueError("give exactly one of duration (time) or steps")
+        return self
+
+
+class BondFamily(_Strict):
+    """``[bond_families.NAME]``: binder stiffnesses [energy] and breakage thresholds."""
+
+    ka: NonNegative = 0.0
+    ks: NonNegative = 0.0
+    km: NonNegative = 0.0
+    strain_max: Annotated[float, Field(gt=0)] = math.inf
+    angle_max: Annotated[float, Field(gt=0)] = math.inf
+
+
+class _Group(_Strict):
+    name: str | None = None
+    mass: Positive = 1.0
+    inertia: Positive = 1.0
+    velocity: Vec3 = [0.0, 0.0, 0.0]
+    omega: Vec3 = [0.0, 0.0, 0.0]
+
+
+class ExplicitParticles(_Group):
+    """``kind = "explicit"``: positions listed; per-particle arrays allowed."""
+
+    kind: Literal["explicit"]
+    x: Annotated[list[Vec3], Field(min_length=1)]
+    v: list[Vec3] | None = None
+    w: list[Vec3] | None = None
+    radius: Positive | list[Positive] = 0.5
+    orientation: list[Quat] | None = None
+    rotvec: list[Vec3] | None = None
+
+
+class LatticeParticles(_Group):
+    """``kind = "lattice"``: a simple-cubic block of ``shape`` particles."""
+
+    kind: Literal["lattice"]
+    shape: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=3, max_length=3)]
+    spacing: Positive = 1.0
+    origin: Vec3 = [0.0, 0.0, 0.0]
+    radius: Positive | None = None
+
+
+class TorusParticles(_Group):
+    """``kind = "torus"``: the particle-binder ring of paper 003, Sect. 4.1."""
+
+    kind: Literal["torus"]
+    n: Annotated[int, Field(ge=3)] = 80
+    ring_diameter: Positive = 3.0
+    center: Vec3 = [0.0, 0.0, 0.0]
+    normal: Vec3 = [0.0, 0.0, 1.0]
+    bonds: str | None = None
+
+
+class RandomParticles(_Group):
+    """``kind = "random"``: non-overlapping spheres placed at random in a box."""
+
+    kind: Literal["random"]
+    count: Annotated[int, Field(ge=1)]
+    box: Annotated[list[Vec3], Field(min_length=2, max_length=2)]
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = 0.5
+    seed: int = 0
+    max_attempts: Annotated[int, Field(ge=1)] = 200
+
+    @field_validator("box")
+    @classmethod
+    def _box(cls, b):
+        if not all(hi > lo for lo, hi in zip(b[0], b[1])):
+            raise ValueError("box must be [[x0, y0, z0], [x1, y1, z1]] with x1 > x0, y1 > y0, z1 > z0")
+        return b
+
+
+ParticleGroup = Annotated[
+    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles], Field(discriminator="kind")
+]
+
+
+class ExplicitBonds(_Strict):
+    kind: Literal["explicit"]
+    pairs: Annotated[list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]],
+                     Field(min_length=1)]  # fmt: skip
+    family: str
+
+
+class NeighborBonds(_Strict):
+    """Bond every pair of particles whose centres are at most ``cutoff`` apart."""
+
+    kind: Literal["neighbors"]
+    cutoff: Positive
+    family: str
+    groups: list[str] | None = None
+
+
+BondSet = Annotated[Union[ExplicitBonds, NeighborBonds], Field(discriminator="kind")]
+
+
+class ContactsTable(_Strict):
+    kpp: NonNegative
+    bonded: bool = True
+    allow_initial_overlap: bool = False
+
+
+class Wall(_Strict):
+    normal: Vec3
+    offset: float = 0.0
+    k: NonNegative | None = None
+
+    @field_validator("normal")
+    @classmethod
+    def _normal(cls, n):
+        if math.hypot(*n) == 0.0:
+            raise ValueError("normal has zero length")
+        return n
+
+
+class Pendulum(_Strict):
+    group: str
+    rho0: Vec3 = [0.0, 0.0, 1.0]
+    g: Positive = 1.0
+    vertical: Vec3 = [0.0, 0.0, 1.0]
+
+
+class FieldsTable(_Strict):
+    gravity: Vec3 | None = None
+    pendulum: list[Pendulum] = []
+
+
+class Scene(_Strict):
+    """A whole scene file."""
+
+    name: str = "scene"
+    description: str = ""
+    run: RunTable
+    particles: Annotated[list[ParticleGroup], Field(min_length=1)]
+    bond_families: dict[str, BondFamily] = {}
+    bonds: list[BondSet] = []
+    contacts: ContactsTable | None = None
+    walls: list[Wall] = []
+    fields: FieldsTable = FieldsTable()
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _path(loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("explicit", "lattice", "torus", "random", "neighbors") or "[" in str(part):
+            continue  # the discriminator tag pydantic inserts
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _message(err) -> str:
+    kind, msg = err["type"], err["msg"]
+    if kind == "extra_forbidden":
+        return f"unknown key {err['input']!r}... not allowed here" if False else "unknown key (not part of the schema; check the spelling)"
+    if kind == "missing":
+        return "required field is missing"
+    value = err.get("input")
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{msg} (got {shown})"
+
+
+def parse_scene(data: dict, source: str = "scene") -> Scene:
+    """Validate a scene given as a dict (as from TOML); :class:`SceneError` lists every problem."""
+    if not isinstance(data, dict) or not data:
+        raise SceneError([("(top level)", "the scene is empty; it needs at least [run] and [[particles]]")], source)
+    try:
+        scene = Scene.model_validate(data)
+    except ValidationError as exc:
+        raise SceneError([(_path(e["loc"]), _message(e)) for e in exc.errors()], source) from None
+    _check_references(scene, source)
+    return scene
+
+
+def load_scene(path) -> Scene:
+    """Read and validate a TOML scene file."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise SceneError([("(file)", f"no such file: {path}")], str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError([("(syntax)", f"not valid TOML: {exc}")], str(path)) from None
+    return parse_scene(data, str(path))
+
+
+def _check_references(scene: Scene, source: str) -> None:
+    errors = []
+    names = [g.name for g in scene.particles if g.name is not None]
+    dup = {n for n in names if names.count(n) > 1}
+    for k, g in enumerate(scene.particles):
+        if g.name in dup:
+            errors.append((f"particles[{k}].name", f"group name {g.name!r} is used twice"))
+        if isinstance(g, TorusParticles) and g.bonds is not None and g.bonds not in scene.bond_families:
+            errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
+    for k, b in enumerate(scene.bonds):
+        if b.family not in scene.bond_families:
+            errors.append((f"bonds[{k}].family", f"no bond family {b.family!r}; defined: {sorted(scene.bond_families)}"))
+        if isinstance(b, NeighborBonds):
+            for gname in b.groups or []:
+                if gname not in names:
+                    errors.append((f"bonds[{k}].groups", f"no particle group named {gname!r}; named groups: {names}"))
+    for k, p in enumerate(scene.fields.pendulum):
+        if p.group not in names:
+            errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
+    for k, w in enumerate(scene.walls):
+        if w.k is None and scene.contacts is None:
+            errors.append((f"walls[{k}].k", "no stiffness: give k or a [contacts] table (its kpp is the default)"))
+    total = sum(_group_count(g) for g in scene.particles)
+    if total > MAX_PARTICLES:
+        errors.append(("particles", f"the scene asks for {total} particles; at most {MAX_PARTICLES} are allowed"))
+    if errors:
+        raise SceneError(errors, source)
+
+
+def _group_count(g) -> int:
+    if isinstance(g, ExplicitParticles):
+        return len(g.x)
+    if isinstance(g, LatticeParticles):
+        return int(np.prod(g.shape, dtype=np.int64))
+    if isinstance(g, TorusParticles):
+        return g.n
+    return g.count
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def _per_particle(path, value, n, errors):
+    if value is None:
+        return None
+    if len(value) != n:
+        errors.append((path, f"has {len(value)} entries, expected one per particle ({n})"))
+        return None
+    return np.asarray(value, dtype=np.float64)
+
+
+def _random_packing(g: RandomParticles, path: str):
+    rng = np.random.default_rng(g.seed)
+    lo, hi = np.asarray(g.box[0]), np.asarray(g.box[1])
+    if isinstance(g.radius, list):
+        radii = rng.uniform(g.radius[0], g.radius[1], g.count)
+    else:
+        radii = np.full(g.count, g.radius)
+    from scipy.spatial import cKDTree
+
+    placed = np.empty((g.count, 3))
+    rmax = radii.max()
+    tree, in_tree = None, 0
+    for k in range(g.count):
+        r = radii[k]
+        for _ in range(g.max_attempts):
+            p = rng.uniform(lo + r, hi - r) if np.all(hi - lo > 2 * r) else None
+            if p is None:
+                raise SceneError([(path + ".box", f"the box is smaller than a particle of radius {r}")])
+            ok = True
+            if tree is not None:
+                for j in tree.query_ball_point(p, r + rmax):
+                    if np.linalg.norm(placed[j] - p) < r + radii[j]:
+                        ok = False
+                        break
+            if ok:
+                recent = placed[in_tree:k]
+                if len(recent) and np.any(np.linalg.norm(recent - p, axis=1) < r + radii[in_tree:k]):
+                    ok = False
+            if ok:
+                break
+        else:
+            raise SceneError([(path + ".count", f"could not place {g.count} non-overlapping particles in the box "
+                               f"(placed {k} after {g.max_attempts} attempts for the next); enlarge the box or lower count")])  # fmt: skip
+        placed[k] = p
+        if k + 1 - in_tree >= 64 and k + 1 >= 2 * max(in_tree, 32):
+            tree, in_tree = cKDTree(placed[: k + 1]), k + 1
+    return placed, radii
+
+
+def build_model(scene: Scene, backend=None, source: str = "scene"):
+    """Fill a :class:`ModelBuilder` from ``scene`` and finalize it on ``backend`` (default:
+    the scene's ``run.backend``). Returns ``(model, scene.run)``; :class:`SceneError` for
+    problems only visible once particles exist (overlaps, bond distances)."""
+    b = ModelBuilder()
+    errors = []
+    groups = {}
+    fam = scene.bond_families
+    for k, g in enumerate(scene.particles):
+        path = f"particles[{k}]"
+        common = dict(mass=g.mass, inertia=g.inertia)
+        try:
+            if isinstance(g, ExplicitParticles):
+                n = len(g.x)
+                v = _per_particle(path + ".v", g.v, n, errors)
+                w = _per_particle(path + ".w", g.w, n, errors)
+                radius = g.radius
+                if isinstance(radius, list):
+                    radius = _per_particle(path + ".radius", radius, n, errors)
+                q = _per_particle(path + ".orientation", g.orientation, n, errors)
+                rv = _per_particle(path + ".rotvec", g.rotvec, n, errors)
+                if q is not None and rv is not None:
+                    errors.append((path, "give orientation or rotvec, not both"))
+                if errors:
+                    continue
+                ids = b.add_particles(np.asarray(g.x, float), v=g.velocity if v is None else v,
+                                      omega=g.omega if w is None else w, orientation=q, rotvec=rv,
+                                      radius=radius, **common)  # fmt: skip
+            elif isinstance(g, LatticeParticles):
+                idx = np.stack(np.meshgrid(*(np.arange(s) for s in g.shape), indexing="ij"), axis=-1).reshape(-1, 3)
+                x = np.asarray(g.origin) + g.spacing * idx
+                radius = g.radius if g.radius is not None else 0.5 * g.spacing
+                ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radius, **common)
+            elif isinstance(g, TorusParticles):
+                f = fam[g.bonds] if g.bonds else BondFamily()
+                ids, _, _ = add_torus(b, g.n, g.ring_diameter, center=g.center, normal=g.normal,
+                                      velocity=g.velocity, omega=g.omega, ka=f.ka, ks=f.ks, km=f.km,
+                                      strain_max=f.strain_max, angle_max=f.angle_max, **common)  # fmt: skip
+                if g.bonds is None:  # a torus without a family keeps no bonds
+                    b._bonds.pop()
+            else:
+                x, radii = _random_packing(g, path)
+                ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
+        except SceneError as exc:
+            errors.extend(exc.errors)
+            continue
+        except ValueError as exc:
+            errors.append((path, str(exc)))
+            continue
+        if g.name:
+            groups[g.name] = ids
+    if errors:
+        raise SceneError(errors, source)
+
+    x_all = np.concatenate(b._x) if b._x else np.zeros((0, 3))
+    r_all = np.concatenate(b._radius) if b._radius else np.zeros(0)
+    for k, bs in enumerate(scene.bonds):
+        f = fam[bs.family]
+        path = f"bonds[{k}]"
+        if isinstance(bs, ExplicitBonds):
+            pairs = np.asarray(bs.pairs, dtype=np.int64)
+        else:
+            from scipy.spatial import cKDTree
+
+            members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
+            found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
+            pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
+            if not len(pairs):
+                errors.append((path + ".cutoff", f"no pair of particles is within {bs.cutoff}; no bonds were made"))
+                continue
+        try:
+            b.add_bonds(pairs, ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max)
+        except ValueError as exc:
+            errors.append((path, str(exc)))
+    if scene.contacts is not None:
+        b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded)
+        if not scene.contacts.allow_initial_overlap and len(x_all) > 1:
+            from scipy.spatial import cKDTree
+
+            pairs = cKDTree(x_all).query_pairs(2 * r_all.max(), output_type="ndarray")
+            if len(pairs):
+                d = np.linalg.norm(x_all[pairs[:, 0]] - x_all[pairs[:, 1]], axis=1)
+                reach = r_all[pairs[:, 0]] + r_all[pairs[:, 1]]
+                bad = d < reach * (1 - 1e-9)
+                if bad.any():
+                    i, j = pairs[np.argmax(bad)]
+                    errors.append(("contacts.allow_initial_overlap", f"particles {i} and {j} overlap at the start "
+                                   f"(distance {d[np.argmax(bad)]:.6g} < radii sum {reach[np.argmax(bad)]:.6g}) and "
+                                   f"{int(bad.sum())} pair(s) in all; move them or set allow_initial_overlap = true"))  # fmt: skip
+    for k, w in enumerate(scene.walls):
+        b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else scene.contacts.kpp)
+    if scene.fields.gravity is not None:
+        b.set_gravity(scene.fields.gravity)
+    for k, p in enumerate(scene.fields.pendulum):
+        try:
+            b.add_pendulum(groups[p.group], rho0=p.rho0, g=p.g, vertical=p.vertical)
+        except ValueError as exc:
+            errors.append((f"fields.pendulum[{k}]", str(exc)))
+    if errors:
+        raise SceneError(errors, source)
+    try:
+        model = b.finalize(backend or scene.run.backend)
+    except ValueError as exc:
+        raise SceneError([("(model)", str(exc))], source) from None
+    return model, scene.run
