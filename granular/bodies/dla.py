@@ -1,0 +1,196 @@
+"""Discrete Lagrange-d'Alembert (DLA) comparator for the director bodies, batched.
+
+Paper 000, Sect. 6.4 compares the specialised energy-momentum scheme with "a
+well-established nonholonomic integrator (Cortés and Martínez 2001)" whose formulas are in
+an Appendix B that is not in our copy of the text. Following ``PAPER_NOTES.md`` we
+implement the standard discrete Lagrange-d'Alembert scheme for the same constrained
+director system: midpoint discrete Lagrangian, holonomic constraints at the nodes, the
+nonholonomic constraint imposed on the discrete velocity.
+
+Discrete Lagrangian (no potential, constant mass matrix ``M = 𝒥 ⊗ I₃``)::
+
+    L_d(q_k, q_{k+1}) = h L(q_{k+½}, (q_{k+1} - q_k)/h) = (1/2h) (q_{k+1} - q_k)ᵀ M (q_{k+1} - q_k)
+
+Discrete Lagrange-d'Alembert principle (Cortés & Martínez 2001): with the reaction at node
+``k`` in the annihilator of the constraint distribution at ``q_k`` and the discrete
+constraint on the discrete velocity at the midpoint,
+
+    D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k, q_{k+1}) + f_d^+(k-1) + f_d^-(k)
+        = h H(q_k)ᵀ λ_k + h G(q_k)ᵀ μ_k
+    h(q_{k+1}) = 0,        G(q_{k+½}) (q_{k+1} - q_k)/h = 0
+
+with the forced-variational-integrator loads ``f_d^± = (h/2) Q^ext(t, q)`` at the nodes.
+We use its position-momentum (RATTLE-like) form, which splits the node reaction in two
+halves so that the node momentum ``p_k`` satisfies the velocity constraints (a consistent
+discrete Legendre transform); the trajectory ``q_k`` is that of the two-step scheme::
+
+    p_{k+½}  = p_k + (h/2) Q_k - (h/2)(H(q_k)ᵀ λ + G(q_k)ᵀ μ)        (Newton: q_{k+1}, λ, μ)
+    q_{k+1}  = q_k + h M⁻¹ p_{k+½},   h(q_{k+1}) = 0,   G(q_{k+½})(q_{k+1} - q_k) = 0
+    p_{k+1}  = p_{k+½} + (h/2) Q_{k+1} - (h/2)(H(q_{k+1})ᵀ λ' + G(q_{k+1})ᵀ μ')
+    H(q_{k+1}) M⁻¹ p_{k+1} = 0,   G(q_{k+1}) M⁻¹ p_{k+1} = 0               (linear: λ', μ')
+
+The first line is one 16 × 16 (15 × 15 for the holonomic body) Newton system per body,
+solved by :func:`granular.bodies.newton.solve`; the projection is one 7 × 7 (6 × 6) linear
+solve. Stored state: ``q_k`` and ``q̇_k = M⁻¹ p_k`` (consistent with all constraints).
+Two energies are reported, as in Sect. 6.4: the Hamiltonian at the nodes
+``H_k = ½ q̇_kᵀ M q̇_k`` (:meth:`DirectorDLA.kinetic_energy`) and the energy at the
+midpoints ``E_{k+½} = ½ v̄ᵀ M v̄``, ``v̄ = (q_{k+1} - q_k)/h``
+(:meth:`DirectorDLA.midpoint_energy`); without load they differ by
+``(h²/8) |H_kᵀλ + G_kᵀμ|²_{M⁻¹}`` (``p_k`` is M⁻¹-orthogonal to the reactions).
+
+Limitation: with the constraints at the nodes, the tangential part of a director
+increment is at most ``sin θ <= 1``, so the first half has no solution when ``h |ω|``
+exceeds about 1 (rad per step); the Newton solve then fails loudly with a
+:class:`~granular.bodies.newton.NewtonError` naming the body. The paper's cases 2 and 3
+reach ``h |ω| ≈ 2.2`` and ``1.1`` at ``h = 0.005``; the comparator runs them at ``h/4``.
+Without the nonholonomic constraint the scheme is RATTLE for the director body.
+
+Measured on the paper's cases (``tests/test_nontwisting.py``): after the load the
+Hamiltonian and Π^1, Π^2 stay constant and Π^3 = 0 to round-off, and the post-load
+momenta equal the exact ``Π(0) - ½ (M1, M2)`` to round-off (the trapezoidal node loads
+integrate ``Π̇⊥ = M⊥`` exactly for the piecewise-linear ramp (116)).
+"""
+
+from __future__ import annotations
+
+from . import directors as dirs
+from .directors import DirectorScheme, _cross, _dot, _moment
+from .nontwisting import (
+    _check_material_width,
+    _check_no_twist,
+    _check_perpendicular_moment,
+    _check_split_inertia,
+    nonholonomic_momenta,
+    twist_rate,
+)
+
+__all__ = ["DirectorDLA", "NonTwistingDLA"]
+
+
+class DirectorDLA(DirectorScheme):
+    """Discrete Lagrange-d'Alembert / RATTLE scheme for the standard director body.
+
+    Constructor parameters: :class:`~granular.bodies.directors.DirectorScheme`. See the
+    module docstring for the equations.
+    """
+
+    scheme_name = "director DLA"
+
+    def _node_forces(self, t, d):
+        """``Q^ext(t, q)``: (N, 3, 3), ``f^i = ½ m × d_i`` (68) at the nodes [N m]."""
+        if self.moment is None:
+            return None
+        ms, c = self.moment.evaluate(t, self.n)
+        self._check_width(c)
+        m = _moment(ms, c, d)
+        return 0.5 * _cross(m[:, None, :], d)
+
+    def _check_width(self, c):
+        pass
+
+    def _constraint_rows(self, d):
+        """Rows of ``C(q) = [H(q); G(q)]``: (N, 6 or 7, 3, 3)."""
+        C = self._constraint_gradients(d)
+        if self.nonholonomic:
+            C = self.xp.concatenate([C, self._nonholonomic_force(d)[:, None]], axis=1)
+        return C
+
+    def _prepare(self, state, h):
+        n = self.n
+        x0 = self._x0
+        x0[:, :9] = (state.d + h * state.v).reshape(n, 9)
+        x0[:, 9:15] = (0.5 * h * h) * state.lam
+        if self.nonholonomic:
+            x0[:, 15] = (0.5 * h * h) * state.mu
+        self._q_ext0 = self._node_forces(state.t, state.d)
+        # constant parts of the Jacobian: M (kron), columns H(q_k)ᵀ, G(q_k)ᵀ
+        jac = self._jac
+        jac.fill(0.0)
+        jac[:, :9, :9] = self._kron_block(self.euler).reshape(n, 9, 9)
+        self._gk = self._nonholonomic_force(state.d) if self.nonholonomic else None
+
+    def _residual(self, x):
+        """Residual of the first half (times h) and its Jacobian."""
+        n, h, a = self.n, self._h, self.a
+        d0, v0 = self._d0, self._v0
+        r, jac = self._r, self._jac
+        d1 = x[:, :9].reshape(n, 3, 3)
+        dq = d1 - d0
+        L = self._lambda_matrix(x[:, 9:15])
+        rq = self.euler @ (dq - h * v0) + L @ d0
+        if self._q_ext0 is not None:
+            rq -= (0.5 * h * h) * self._q_ext0
+        if self.nonholonomic:
+            rq += x[:, 15][:, None, None] * self._gk
+        r[:, :9] = rq.reshape(n, 9)
+        r[:, 9:15] = dirs.constraints(d1)
+        self._constraint_blocks(jac, d0, d1)
+        if self.nonholonomic:
+            dbar = 0.5 * (d0 + d1)
+            r[:, 15] = (1.0 - a) * _dot(dq[:, 0], dbar[:, 1]) - a * _dot(dq[:, 1], dbar[:, 0])
+            jac[:, :9, 15] = self._gk.reshape(n, 9)
+            jac[:, 15, 0:3] = -0.5 * a * dq[:, 1] + (1.0 - a) * dbar[:, 1]
+            jac[:, 15, 3:6] = 0.5 * (1.0 - a) * dq[:, 0] - a * dbar[:, 0]
+        return r, jac
+
+    def _finish(self, state, x, h):
+        xp, n = self.xp, self.n
+        d1 = x[:, :9].reshape(n, 3, 3).copy()
+        vh = (d1 - state.d) / h
+        u = vh
+        q1 = self._node_forces(state.t + h, d1)
+        if q1 is not None:
+            u = vh + (0.5 * h) * (self.euler_inv @ q1)
+        C = self._constraint_rows(d1)  # (N, r, 3, 3)
+        minv_c = self.euler_inv[:, None] @ C  # M⁻¹ Cᵀ columns, (N, r, 3, 3)
+        nr = C.shape[1]
+        A = C.reshape(n, nr, 9) @ minv_c.reshape(n, nr, 9).swapaxes(1, 2)
+        rhs = (C.reshape(n, nr, 9) * u.reshape(n, 1, 9)).sum(axis=-1)
+        nu = xp.linalg.solve(A, rhs[..., None])[..., 0]
+        state.v = u - (nu[:, :, None, None] * minv_c).sum(axis=1)
+        state.v_half = vh
+        state.d = d1
+        state.lam = (2.0 / (h * h)) * x[:, 9:15]
+        if self.nonholonomic:
+            state.mu = (2.0 / (h * h)) * x[:, 15]
+        state.extra["lam_end"] = (2.0 / h) * nu[:, :6]
+        if self.nonholonomic:
+            state.extra["mu_end"] = (2.0 / h) * nu[:, 6]
+
+    def midpoint_energy(self, state):
+        """(N,) [J], ``E_{k+½} = ½ v̄ᵀ M v̄`` of the last step (Sect. 6.4)."""
+        return dirs.kinetic_energy(self.euler, state.v_half)
+
+
+class NonTwistingDLA(DirectorDLA):
+    """Discrete Lagrange-d'Alembert comparator for the body on the non-twisting frame
+    (Sect. 6.4). Parameters as :class:`~granular.bodies.nontwisting.NonTwistingEM`."""
+
+    nonholonomic = True
+    scheme_name = "non-twisting DLA"
+
+    def __init__(self, inertia=None, *, a=0.0, **kwargs):
+        if not (0.0 <= a <= 1.0):
+            raise ValueError(f"a must lie in [0, 1] (80), got {a!r}")
+        self.a = float(a)
+        super().__init__(inertia, **kwargs)
+
+    def _check_inertia(self, scale):
+        _check_split_inertia(self, scale)
+
+    def _check_moment(self):
+        _check_perpendicular_moment(self.moment)
+
+    def _check_initial(self, d, omega, tol):
+        _check_no_twist(self.xp, d, omega, tol)
+
+    def _check_width(self, c):
+        _check_material_width(c)
+
+    def nonholonomic_momenta(self, state):
+        """(N, 3) [kg m²/s]: Π^1, Π^2, Π^3 at the nodes (74)."""
+        return self.xp.stack(nonholonomic_momenta(self.euler, state.d, state.v), axis=-1)
+
+    def twist_rate(self, state):
+        """(N,) [1/s], (80) at the nodes (enforced there by the projection)."""
+        return twist_rate(state.d, state.v, self.a)
