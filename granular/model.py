@@ -124,6 +124,7 @@ class ModelBuilder:
         self._bond_keys = {}  # (a, b) -> global bond id, for duplicate detection
         self._kpp = None
         self._bonded_contacts = True
+        self._contact_search = ("cells", None)
         self._walls = []  # (normal (3,), offset, k or None)
 
     @property
@@ -239,12 +240,18 @@ class ModelBuilder:
         self._bonds.append((np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1]), *stiff, *thresholds))
         return np.arange(first, first + nb, dtype=np.int64)
 
-    def set_contacts(self, kpp, bonded_contacts=True) -> None:
+    def set_contacts(self, kpp, bonded_contacts=True, search="cells", skin=None) -> None:
         """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
-        ``kpp`` >= 0 [energy]. ``bonded_contacts=False`` leaves bonded pairs out (see
-        :class:`~granular.forces.ParticleContacts`)."""
+        ``kpp`` >= 0 [energy]. ``bonded_contacts=False`` leaves bonded pairs out;
+        ``search``: ``"cells"`` (neighbour list with ``skin`` [length], default 0.4 × the
+        largest radius) or ``"all-pairs"`` (see :class:`~granular.forces.ParticleContacts`)."""
         self._kpp = float(_nonnegative("kpp", kpp, 1, what="value")[0])
         self._bonded_contacts = bool(bonded_contacts)
+        if search not in ("cells", "all-pairs"):
+            raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
+        if skin is not None and not (np.isfinite(skin) and skin >= 0):
+            raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
+        self._contact_search = (search, skin)
 
     def add_wall(self, normal, offset=0.0, k=None) -> int:
         """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
@@ -302,7 +309,9 @@ class ModelBuilder:
             bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:])
             forces.append(bonds)
         if self._kpp is not None:
-            forces.append(ParticleContacts(be, self._n, self._kpp, bonds, self._bonded_contacts))
+            search, skin = self._contact_search
+            radius_dev = be.asarray(cat(self._radius))
+            forces.append(ParticleContacts(be, self._n, self._kpp, bonds, self._bonded_contacts, search, skin, radius_dev))
         if self._walls:
             ks = []
             for wid, (_, _, k) in enumerate(self._walls):

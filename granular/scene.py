@@ -164,6 +164,8 @@ class ContactsTable(_Strict):
     kpp: NonNegative
     bonded: bool = True
     allow_initial_overlap: bool = False
+    search: Literal["cells", "all-pairs"] = "cells"
+    skin: NonNegative | None = None
 
 
 class Wall(_Strict):
@@ -422,7 +424,8 @@ def build_model(scene: Scene, backend=None, source: str = "scene"):
         except ValueError as exc:
             errors.append((path, str(exc)))
     if scene.contacts is not None:
-        b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded)
+        b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
+                       skin=scene.contacts.skin)  # fmt: skip
         if not scene.contacts.allow_initial_overlap and len(x_all) > 1:
             from scipy.spatial import cKDTree
 

@@ -27,6 +27,8 @@ _bond_energy_body = I.bond_energy_body
 _bond_break_body = I.bond_break_body
 _contact_allpairs_body = I.contact_allpairs_body
 _wall_body = I.wall_body
+_contact_list_body = I.contact_list_body
+_neighbor_build_body = I.neighbor_build_body
 
 name = "cpu"
 
@@ -160,6 +162,34 @@ _walls_ser = njit(cache=True)(_walls_loop)
 def walls(x, radius, wall_planes, kw, F, U):
     loop = _walls_par if x.shape[0] >= PARALLEL_MIN else _walls_ser
     loop(x, radius, wall_planes, kw, F, U)
+
+
+def _contacts_list_loop(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
+    for i in prange(x.shape[0]):
+        _contact_list_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U)
+
+
+_contacts_list_par = njit(parallel=True, cache=True)(_contacts_list_loop)
+_contacts_list_ser = njit(cache=True)(_contacts_list_loop)
+
+
+def contacts_list(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
+    loop = _contacts_list_par if x.shape[0] >= PARALLEL_MIN else _contacts_list_ser
+    loop(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U)
+
+
+def _neighbor_build_loop(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
+    for i in prange(x.shape[0]):
+        _neighbor_build_body(i, x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count)
+
+
+_neighbor_build_par = njit(parallel=True, cache=True)(_neighbor_build_loop)
+_neighbor_build_ser = njit(cache=True)(_neighbor_build_loop)
+
+
+def neighbor_build(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
+    loop = _neighbor_build_par if x.shape[0] >= PARALLEL_MIN else _neighbor_build_ser
+    loop(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count)
 
 
 _cache.__exit__(None, None, None)

@@ -31,6 +31,8 @@ _bond_energy_body = I.bond_energy_body
 _bond_break_body = I.bond_break_body
 _contact_allpairs_body = I.contact_allpairs_body
 _wall_body = I.wall_body
+_contact_list_body = I.contact_list_body
+_neighbor_build_body = I.neighbor_build_body
 
 name = "cuda"
 
@@ -152,3 +154,29 @@ def contacts_allpairs(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bo
 
 def walls(x, radius, wall_planes, kw, F, U):
     _walls_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](x, radius, wall_planes, kw, F, U)
+
+
+@cuda.jit
+def _contacts_list_kernel(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _contact_list_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U)
+
+
+@cuda.jit
+def _neighbor_build_kernel(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        _neighbor_build_body(i, x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count)
+
+
+def contacts_list(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
+    _contacts_list_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
+        x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U
+    )
+
+
+def neighbor_build(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
+    _neighbor_build_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
+        x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count
+    )

@@ -198,6 +198,72 @@ def build(jit, base):
         U[i] = u + cu
 
     @jit
+    def contact_list_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
+        """Contact through a neighbour list: like :func:`contact_allpairs_body` but over
+        ``nbr[i, :count[i]]`` (a superset of ``i``'s overlapping partners)."""
+        f1 = f2 = f3 = u = 0.0
+        c1 = c2 = c3 = cu = 0.0
+        for p in range(count[i]):
+            j = nbr[i, p]
+            if skip_bonded and bonded(i, j, offsets, incident, bond_a, bond_b):
+                continue
+            g1, g2, g3, e = contact_pair(i, j, x, radius, kpp)
+            if e > 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
+                f1, c1 = cadd(f1, c1, g1)
+                f2, c2 = cadd(f2, c2, g2)
+                f3, c3 = cadd(f3, c3, g3)
+                u, cu = cadd(u, cu, 0.5 * e)
+        F[i, 0] += f1 + c1
+        F[i, 1] += f2 + c2
+        F[i, 2] += f3 + c3
+        U[i] = u + cu
+
+    @jit
+    def neighbor_build_body(i, x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
+        """Verlet list of particle ``i`` from a cell list: every ``j != i`` with
+        ``|x_i - x_j| < r_i + r_j + skin``, scanning the 27 cells around ``i``'s cell.
+
+        Cells: ``origin`` (3,), ``inv_cell`` = 1/cell size (cell size >= the largest
+        cutoff), ``dims`` (3,) int64; particles sorted by cell in ``order`` with
+        ``cell_start``/``cell_end`` (C,) bounds. Writes at most ``nbr.shape[1]`` entries and
+        the true number in ``count[i]``; the host regrows ``nbr`` when any count exceeds it.
+        """
+        cap = nbr.shape[1]
+        cx = int((x[i, 0] - origin[0]) * inv_cell)
+        cy = int((x[i, 1] - origin[1]) * inv_cell)
+        cz = int((x[i, 2] - origin[2]) * inv_cell)
+        cx = min(max(cx, 0), dims[0] - 1)
+        cy = min(max(cy, 0), dims[1] - 1)
+        cz = min(max(cz, 0), dims[2] - 1)
+        n = 0
+        for dz in range(-1, 2):
+            z = cz + dz
+            if z < 0 or z >= dims[2]:
+                continue
+            for dy in range(-1, 2):
+                y = cy + dy
+                if y < 0 or y >= dims[1]:
+                    continue
+                for dx in range(-1, 2):
+                    xx = cx + dx
+                    if xx < 0 or xx >= dims[0]:
+                        continue
+                    c = (z * dims[1] + y) * dims[0] + xx
+                    for p in range(cell_start[c], cell_end[c]):
+                        j = order[p]
+                        if j == i:
+                            continue
+                        d1 = x[i, 0] - x[j, 0]
+                        d2 = x[i, 1] - x[j, 1]
+                        d3 = x[i, 2] - x[j, 2]
+                        cut = radius[i] + radius[j] + skin
+                        if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
+                            if n < cap:
+                                nbr[i, n] = j
+                            n += 1
+        count[i] = n
+
+    @jit
     def wall_body(i, x, radius, walls, kw, F, U):
         """Planar walls ``n·x = c`` (``walls[w] = (n1, n2, n3, c)``, unit ``n`` pointing to the
         allowed side): U^pw = (2/5) K [1 - (n·x_i - c)/r_i]_+^{5/2}, force along ``n``."""
@@ -229,5 +295,7 @@ def build(jit, base):
         contact_pair=contact_pair,
         bonded=bonded,
         contact_allpairs_body=contact_allpairs_body,
+        contact_list_body=contact_list_body,
+        neighbor_build_body=neighbor_build_body,
         wall_body=wall_body,
     )

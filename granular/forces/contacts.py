@@ -7,8 +7,11 @@ special case of particle-particle": the same law with the signed distance ``n·x
 the centre from the plane in place of the centre distance and ``D/2`` as the reach.
 Frictionless: contacts exert no moment.
 
-Candidate pairs: all pairs (O(N²)), the brute-force reference. Cell lists for large
-systems are a separate structure with this one as its twin.
+Candidate pairs: a Verlet neighbour list from a cell list (:mod:`granular.neighbors`,
+O(N), the default ``search="cells"``) or all pairs (``search="all-pairs"``, O(N²), the
+brute-force twin). Both give the same forces: the pair law is evaluated in canonical
+order and summed with compensation, so the result does not depend on which superset of
+the overlapping pairs is visited, nor in which order.
 """
 
 from __future__ import annotations
@@ -27,9 +30,21 @@ class ParticleContacts:
     """
 
     kind = "contacts"
+    SEARCHES = ("cells", "all-pairs")
 
-    def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True):
+    def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True, search="cells", skin=None,
+                 radius=None):  # fmt: skip
+        if search not in self.SEARCHES:
+            raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
         self.kpp = float(kpp)
+        self.search = search
+        self.neighbors = None
+        if search == "cells":
+            from ..neighbors import NeighborList
+
+            rmax = float(radius.max())
+            self.skin = 0.4 * rmax if skin is None else float(skin)
+            self.neighbors = NeighborList(backend, radius, self.skin)
         self.skip_bonded = bool(bonds is not None and not bonded_contacts)
         xp = backend.xp
         if bonds is None:
@@ -40,7 +55,13 @@ class ParticleContacts:
         self._F = None
 
     def _run(self, model, x, F):
-        model.backend.kernels.contacts_allpairs(x, model.radius, self.kpp, self.skip_bonded, *self._csr, F, self._U)
+        kern = model.backend.kernels
+        if self.neighbors is None:
+            kern.contacts_allpairs(x, model.radius, self.kpp, self.skip_bonded, *self._csr, F, self._U)
+        else:
+            self.neighbors.update(x)
+            kern.contacts_list(x, model.radius, self.kpp, self.skip_bonded, *self._csr, self.neighbors.nbr,
+                               self.neighbors.count, F, self._U)  # fmt: skip
 
     def accumulate(self, model, cfg) -> None:
         self._run(model, cfg.x, cfg.F)

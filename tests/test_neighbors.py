@@ -1,0 +1,120 @@
+"""Neighbour search (cell list + Verlet skin) against its brute-force twin."""
+
+import numpy as np
+import pytest
+
+import granular as gr
+from granular.backend import get_backend
+from granular.forces import forces_at
+from granular.neighbors import NeighborList
+from granular.validation import torus_setup as T
+
+
+def brute_pairs(x, r, skin):
+    d = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    cut = r[:, None] + r[None] + skin
+    i, j = np.nonzero((d < cut) & ~np.eye(len(x), dtype=bool))
+    p = np.stack([i, j], axis=1)
+    return np.unique(np.sort(p, axis=1), axis=0)
+
+
+def listed(be, x, r, skin, capacity=16):
+    nl = NeighborList(be, be.asarray(r), skin, capacity=capacity)
+    nl.build(be.asarray(x))
+    return nl
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_finds_exactly_the_brute_force_pairs(seed, backend):
+    rng = np.random.default_rng(seed)
+    n = 60 if backend.simulated else 400
+    x = rng.uniform(0, 6, size=(n, 3))
+    r = rng.uniform(0.2, 0.5, n)
+    nl = listed(backend, x, r, skin=0.1)
+    np.testing.assert_array_equal(nl.pairs(), brute_pairs(x, r, 0.1))
+
+
+def test_particles_on_cell_boundaries(backend):
+    """A lattice with spacing equal to the cell size: every particle sits on a cell face."""
+    r = 0.5
+    skin = 0.0
+    cell = 2 * r + skin
+    g = np.arange(4) * cell
+    x = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)
+    x = x + 1e-15 * (np.arange(len(x)) % 3)[:, None]  # some a hair inside, some exactly on
+    rr = np.full(len(x), r)
+    # neighbours at exactly the cutoff are not within (strict <); nudge half of them inside
+    x2 = x.copy()
+    x2[::2, 0] -= 1e-12
+    for xx in (x, x2):
+        nl = listed(backend, xx, rr, skin=1e-9)
+        np.testing.assert_array_equal(nl.pairs(), brute_pairs(xx, rr, 1e-9))
+
+
+def test_overflowing_cluster_regrows_without_dropping(backend):
+    rng = np.random.default_rng(3)
+    cluster = rng.normal(scale=0.05, size=(40, 3))  # 40 particles all within reach of each other
+    far = rng.uniform(10, 20, size=(30, 3))
+    x = np.concatenate([cluster, far])
+    r = np.full(len(x), 0.5)
+    nl = listed(backend, x, r, skin=0.05, capacity=2)
+    assert nl.regrows >= 1 and nl.capacity >= 39
+    np.testing.assert_array_equal(nl.pairs(), brute_pairs(x, r, 0.05))
+
+
+def test_sparse_scene_uses_a_bounded_grid():
+    x = np.array([[0.0, 0.0, 0.0], [1e6, 1e6, 1e6], [1e6 + 0.5, 1e6, 1e6]])
+    nl = listed(get_backend("cpu"), x, np.full(3, 0.5), skin=0.1)
+    np.testing.assert_array_equal(nl.pairs(), [[1, 2]])
+
+
+def test_rebuild_only_after_half_the_skin():
+    be = get_backend("cpu")
+    x = np.random.default_rng(0).uniform(0, 5, size=(50, 3))
+    nl = NeighborList(be, np.full(50, 0.3), skin=0.2)
+    assert nl.update(x) and nl.builds == 1
+    y = x.copy()
+    y[7, 0] += 0.099
+    assert not nl.update(y)
+    y[7, 0] += 0.002  # now 0.101 > skin/2
+    assert nl.update(y) and nl.builds == 2
+
+
+def dense_model(be, search, n, seed=1):
+    rng = np.random.default_rng(seed)
+    b = gr.ModelBuilder()
+    b.add_particles(rng.uniform(0, 2.5, size=(n, 3)), radius=rng.uniform(0.25, 0.4, n))
+    b.add_bonds(np.array([[k, k + 1] for k in range(0, n - 1, 3)]), ka=50.0)
+    b.set_contacts(300.0, bonded_contacts=bool(seed % 2), search=search, skin=0.07)
+    return b.finalize(be)
+
+
+def test_cell_list_and_all_pairs_forces_agree(backend):
+    n = 40 if backend.simulated else 300
+    out = []
+    for search in ("cells", "all-pairs"):
+        m = dense_model(backend, search, n)
+        s = m.state()
+        F, RM, E = forces_at(m, s.x, s.q)
+        out.append((m.backend.to_host(F), E["U_pp"]))
+    assert out[0][1] > 0
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-14, atol=1e-14 * np.abs(out[1][0]).max())
+    assert out[0][1] == pytest.approx(out[1][1], rel=1e-14)
+
+
+def test_torus_impact_same_trajectory_with_and_without_skin():
+    runs = {}
+    for label, search, skin in (("all-pairs", "all-pairs", None), ("skin 0", "cells", 0.0), ("skin", "cells", 0.03)):
+        b = T.torus_builder()
+        b.set_contacts(T.K_PP, search=search, skin=skin)
+        m = b.finalize("cpu")
+        s = m.state()
+        gr.ExplicitIntegrator("verlet").run(m, s, 1e-3, 1000)
+        runs[label] = (s.x.copy(), s.v.copy(), s.q.copy())
+        if search == "cells":
+            runs[label + " builds"] = m.force("contacts").neighbors.builds
+    for label in ("skin 0", "skin"):
+        for a, b_ in zip(runs[label], runs["all-pairs"]):
+            np.testing.assert_allclose(a, b_, rtol=0, atol=1e-13)
+    assert runs["skin 0 builds"] > 900  # rebuilt (nearly) every step
+    assert runs["skin builds"] < runs["skin 0 builds"] / 5
