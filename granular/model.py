@@ -121,7 +121,8 @@ class ModelBuilder:
         self._gravity = None
         self._pendula = []  # (index array, rho0 array, mg array, vertical)
         self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max) arrays per call
-        self._bond_keys = {}  # (a, b) -> global bond id, for duplicate detection
+        self._bond_keys = []  # per call: (a << 32) | b of each bond (a < b), for duplicate detection
+        self._bond_count = 0
         self._kpp = None
         self._bonded_contacts = True
         self._contact_search = ("cells", None)
@@ -217,27 +218,33 @@ class ModelBuilder:
             raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
         p = p.astype(np.int64)
         nb = len(p)
-        first = sum(len(c[0]) for c in self._bonds)
-        seen = {}
-        for k, (i, j) in enumerate(p):
-            gid = first + k
-            for end in (i, j):
-                if not 0 <= end < self._n:
-                    raise ValueError(f"bonds: bond {gid} names particle {end}, but particles are 0..{self._n - 1}")
-            if i == j:
-                raise ValueError(f"bonds: bond {gid} joins particle {i} to itself")
-            key = (min(i, j), max(i, j))
-            earlier = self._bond_keys.get(key, seen.get(key))
-            if earlier is not None:
-                raise ValueError(f"bonds: bond {gid} duplicates bond {earlier} (particles {key[0]}, {key[1]})")
-            seen[key] = gid
-        self._bond_keys.update(seen)
+        first = self._bond_count
+        bad = ((p < 0) | (p >= self._n)).any(axis=1)
+        if bad.any():
+            k = int(np.argmax(bad))
+            end = int(p[k][(p[k] < 0) | (p[k] >= self._n)][0])
+            raise ValueError(f"bonds: bond {first + k} names particle {end}, but particles are 0..{self._n - 1}")
+        same = p[:, 0] == p[:, 1]
+        if same.any():
+            k = int(np.argmax(same))
+            raise ValueError(f"bonds: bond {first + k} joins particle {p[k, 0]} to itself")
+        lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
+        keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
+        allkeys = np.concatenate(self._bond_keys + [keys])
+        uniq, first_idx, counts = np.unique(allkeys, return_index=True, return_counts=True)
+        if (counts > 1).any():
+            dup_key = uniq[np.argmax(counts > 1)]
+            where = np.flatnonzero(allkeys == dup_key)
+            i, j = int(dup_key) >> 32, int(dup_key) & 0xFFFFFFFF
+            raise ValueError(f"bonds: bond {int(where[1])} duplicates bond {int(where[0])} (particles {i}, {j})")
+        self._bond_keys.append(keys)
         stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
         thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
         for name, t in zip(("strain_max", "angle_max"), thresholds):
             if (t == 0).any():
                 raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
-        self._bonds.append((np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1]), *stiff, *thresholds))
+        self._bonds.append((lo, hi, *stiff, *thresholds))
+        self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)
 
     def set_contacts(self, kpp, bonded_contacts=True, search="cells", skin=None) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .model import ModelBuilder
-from .shapes import add_torus
+from .shapes import add_tori, add_torus
 
 #: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
 MAX_PARTICLES = 100_000_000
@@ -136,8 +136,28 @@ class RandomParticles(_Group):
         return b
 
 
+class ToriParticles(_Group):
+    """``kind = "tori"``: ``count`` tori at random non-overlapping places and orientations."""
+
+    kind: Literal["tori"]
+    count: Annotated[int, Field(ge=1)]
+    box: Annotated[list[Vec3], Field(min_length=2, max_length=2)]
+    n: Annotated[int, Field(ge=3)] = 80
+    ring_diameter: Positive = 3.0
+    seed: int = 0
+    bonds: str | None = None
+
+    @field_validator("box")
+    @classmethod
+    def _box(cls, b):
+        if not all(hi > lo for lo, hi in zip(b[0], b[1])):
+            raise ValueError("box must be [[x0, y0, z0], [x1, y1, z1]] with x1 > x0, y1 > y0, z1 > z0")
+        return b
+
+
 ParticleGroup = Annotated[
-    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles], Field(discriminator="kind")
+    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles, ToriParticles],
+    Field(discriminator="kind"),
 ]
 
 
@@ -215,7 +235,7 @@ def _path(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("explicit", "lattice", "torus", "random", "neighbors") or "[" in str(part):
+        elif part in ("explicit", "lattice", "torus", "random", "tori", "neighbors") or "[" in str(part):
             continue  # the discriminator tag pydantic inserts
         else:
             out += ("." if out else "") + str(part)
@@ -266,7 +286,7 @@ def _check_references(scene: Scene, source: str) -> None:
     for k, g in enumerate(scene.particles):
         if g.name in dup:
             errors.append((f"particles[{k}].name", f"group name {g.name!r} is used twice"))
-        if isinstance(g, TorusParticles) and g.bonds is not None and g.bonds not in scene.bond_families:
+        if isinstance(g, (TorusParticles, ToriParticles)) and g.bonds is not None and g.bonds not in scene.bond_families:
             errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
     for k, b in enumerate(scene.bonds):
         if b.family not in scene.bond_families:
@@ -295,6 +315,8 @@ def _group_count(g) -> int:
         return int(np.prod(g.shape, dtype=np.int64))
     if isinstance(g, TorusParticles):
         return g.n
+    if isinstance(g, ToriParticles):
+        return g.n * g.count
     return g.count
 
 
@@ -386,9 +408,12 @@ def build_model(scene: Scene, backend=None, source: str = "scene"):
                 f = fam[g.bonds] if g.bonds else BondFamily()
                 ids, _, _ = add_torus(b, g.n, g.ring_diameter, center=g.center, normal=g.normal,
                                       velocity=g.velocity, omega=g.omega, ka=f.ka, ks=f.ks, km=f.km,
-                                      strain_max=f.strain_max, angle_max=f.angle_max, **common)  # fmt: skip
-                if g.bonds is None:  # a torus without a family keeps no bonds
-                    b._bonds.pop()
+                                      strain_max=f.strain_max, angle_max=f.angle_max, bonded=g.bonds is not None,
+                                      **common)  # fmt: skip
+            elif isinstance(g, ToriParticles):
+                f = fam[g.bonds] if g.bonds else BondFamily()
+                ids = add_tori(b, g.count, g.box, g.seed, g.n, g.ring_diameter, velocity=g.velocity, ka=f.ka, ks=f.ks,
+                               km=f.km, bonded=g.bonds is not None, **common)  # fmt: skip
             else:
                 x, radii = _random_packing(g, path)
                 ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)

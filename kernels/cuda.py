@@ -26,7 +26,8 @@ _advance_body = B.advance_body
 _finish_body = B.finish_body
 _gravity_body = B.gravity_body
 _pendulum_body = B.pendulum_body
-_bond_force_body = I.bond_force_body
+_bond_eval_body = I.bond_eval_body
+_bond_gather_body = I.bond_gather_body
 _bond_energy_body = I.bond_energy_body
 _bond_break_body = I.bond_break_body
 _contact_allpairs_body = I.contact_allpairs_body
@@ -91,11 +92,17 @@ def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
 
 
 @cuda.jit
-def _bond_forces_kernel(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM):
+def _bond_eval_kernel(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+    k = cuda.grid(1)
+    if k < bond_a.shape[0]:
+        _bond_eval_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+
+
+@cuda.jit
+def _bond_gather_kernel(offsets, incident, bond_a, out, F, RM):
     i = cuda.grid(1)
-    if i < x.shape[0]:
-        _bond_force_body(i, x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km,
-                         broken, F, RM)  # fmt: skip
+    if i < F.shape[0]:
+        _bond_gather_body(i, offsets, incident, bond_a, out, F, RM)
 
 
 @cuda.jit
@@ -126,10 +133,14 @@ def _walls_kernel(x, radius, wall_planes, kw, F, U):
         _wall_body(i, x, radius, wall_planes, kw, F, U)
 
 
-def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM):
-    _bond_forces_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
-        x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, F, RM
-    )
+def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out, F, RM):
+    """Both passes: evaluate every bond into ``out`` (B, 9), then gather per particle."""
+    nb = bond_a.shape[0]
+    if nb:
+        _bond_eval_kernel[_blocks(nb), THREADS_PER_BLOCK](
+            x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out
+        )
+    _bond_gather_kernel[_blocks(F.shape[0]), THREADS_PER_BLOCK](offsets, incident, bond_a, out, F, RM)
 
 
 def bond_energies(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):

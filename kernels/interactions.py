@@ -1,8 +1,9 @@
 """Binder and contact bodies (paper 003, Sect. 4), compiled once per backend.
 
-Per-particle *gather* bodies: particle ``i`` visits its bonds (CSR lists) and its
-contact partners and adds their forces and moments to its own rows only, so no atomics
-are needed and the result is bitwise reproducible on both backends. Every pair quantity
+Bonds are evaluated once each into a per-bond buffer, then every particle *gathers* its
+bonds' contributions through CSR lists; contacts are gathered per particle directly.
+Each particle writes only its own rows, so no atomics are needed and the result is
+bitwise reproducible on both backends. Every pair quantity
 is computed in the canonical orientation ``a < b`` by both ends from the same inputs
 with the same operations, so the two ends get exactly opposite forces.
 
@@ -71,40 +72,45 @@ def build(jit, base):
         )  # fmt: skip
 
     @jit
-    def bond_force_body(i, x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km,
-                        broken, F, RM):  # fmt: skip
-        """Add the forces and moments of particle ``i``'s intact bonds to ``F[i]``, ``RM[i]``.
+    def bond_eval_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+        """Pass 1: evaluate bond ``k`` once; ``out[k] = (F_a, RM_a, RM_b)`` (zeros if broken)."""
+        if broken[k] != 0:
+            for c in range(9):
+                out[k, c] = 0.0
+            return
+        t = bond_terms(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km)
+        for c in range(9):
+            out[k, c] = t[c]
 
-        The bond terms are summed with compensation (:func:`kernels.laws.compensated_add`)
-        and added once, so the result does not depend on the order of the bonds.
-        """
+    @jit
+    def bond_gather_body(i, offsets, incident, bond_a, out, F, RM):
+        """Pass 2: add particle ``i``'s share of its bonds' forces and moments (``+F_a, RM_a``
+        at end ``a``, ``-F_a, RM_b`` at end ``b``) to ``F[i]``, ``RM[i]``. The CSR list is in
+        a canonical geometric order (see :class:`granular.forces.Bonds`), so this plain sum
+        does not depend on particle or bond numbering."""
         f1 = f2 = f3 = m1 = m2 = m3 = 0.0
-        c1 = c2 = c3 = e1 = e2 = e3 = 0.0
         for p in range(offsets[i], offsets[i + 1]):
             k = incident[p]
-            if broken[k] != 0:
-                continue
-            t = bond_terms(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km)
             if bond_a[k] == i:
-                f1, c1 = cadd(f1, c1, t[0])
-                f2, c2 = cadd(f2, c2, t[1])
-                f3, c3 = cadd(f3, c3, t[2])
-                m1, e1 = cadd(m1, e1, t[3])
-                m2, e2 = cadd(m2, e2, t[4])
-                m3, e3 = cadd(m3, e3, t[5])
+                f1 += out[k, 0]
+                f2 += out[k, 1]
+                f3 += out[k, 2]
+                m1 += out[k, 3]
+                m2 += out[k, 4]
+                m3 += out[k, 5]
             else:
-                f1, c1 = cadd(f1, c1, -t[0])
-                f2, c2 = cadd(f2, c2, -t[1])
-                f3, c3 = cadd(f3, c3, -t[2])
-                m1, e1 = cadd(m1, e1, t[6])
-                m2, e2 = cadd(m2, e2, t[7])
-                m3, e3 = cadd(m3, e3, t[8])
-        F[i, 0] += f1 + c1
-        F[i, 1] += f2 + c2
-        F[i, 2] += f3 + c3
-        RM[i, 0] += m1 + e1
-        RM[i, 1] += m2 + e2
-        RM[i, 2] += m3 + e3
+                f1 -= out[k, 0]
+                f2 -= out[k, 1]
+                f3 -= out[k, 2]
+                m1 += out[k, 6]
+                m2 += out[k, 7]
+                m3 += out[k, 8]
+        F[i, 0] += f1
+        F[i, 1] += f2
+        F[i, 2] += f3
+        RM[i, 0] += m1
+        RM[i, 1] += m2
+        RM[i, 2] += m3
 
     @jit
     def bond_energy_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
@@ -289,7 +295,8 @@ def build(jit, base):
         quat_log=quat_log,
         bending_rotation=bending_rotation,
         bond_terms=bond_terms,
-        bond_force_body=bond_force_body,
+        bond_eval_body=bond_eval_body,
+        bond_gather_body=bond_gather_body,
         bond_energy_body=bond_energy_body,
         bond_break_body=bond_break_body,
         contact_pair=contact_pair,

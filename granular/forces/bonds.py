@@ -52,10 +52,14 @@ class Bonds:
         n0a = rotations.quat_rotate(rotations.quat_conjugate(qa), n)
         n0b = rotations.quat_rotate(rotations.quat_conjugate(qb), n)
         qref = rotations.quat_multiply(rotations.quat_conjugate(qb), qa)
-        # CSR: for each particle the ids of its bonds, in increasing order
+        # CSR: for each particle the ids of its bonds, in a canonical order fixed by the
+        # reference geometry (direction to the partner, then rest length), which does not
+        # depend on how particles or bonds are numbered; the force gather sums in this order.
         ends = np.concatenate([a, b])
+        partner = np.concatenate([b, a])
         ids = np.concatenate([np.arange(len(a)), np.arange(len(a))])
-        order = np.lexsort((ids, ends))
+        to_partner = x0[partner] - x0[ends]
+        order = np.lexsort((np.concatenate([r0, r0]), to_partner[:, 2], to_partner[:, 1], to_partner[:, 0], ends))
         offsets = np.zeros(n_particles + 1, dtype=np.int64)
         np.cumsum(np.bincount(ends, minlength=n_particles), out=offsets[1:])
         self.count = len(a)
@@ -72,11 +76,12 @@ class Bonds:
         self.can_break = bool(np.isfinite(strain_max).any() or np.isfinite(angle_max).any())
         self.strain_max, self.angle_max = xp.asarray(strain_max), xp.asarray(angle_max)
         self._measures = xp.zeros((len(a), len(MEASURES)), dtype=np.float64)
+        self._terms = xp.zeros((len(a), 9), dtype=np.float64)  # per-bond F_a, RM_a, RM_b
 
     def accumulate(self, model, cfg) -> None:
         model.backend.kernels.bond_forces(
             cfg.x, cfg.q, self.offsets, self.incident, self.a, self.b, self.rest_length, self.n0a, self.n0b,
-            self.qref, self.ka, self.ks, self.km, cfg.broken, cfg.F, cfg.RM,
+            self.qref, self.ka, self.ks, self.km, cfg.broken, self._terms, cfg.F, cfg.RM,
         )  # fmt: skip
 
     def update_breakage(self, model, cfg, broken_before) -> None:
