@@ -160,6 +160,13 @@ def cmd_run(args) -> int:
     return 130 if info["interrupted"] else 0
 
 
+def cmd_bench(args) -> int:
+    from .benchmark import main as bench_main
+
+    argv = ["--backend", args.backend, "--n", args.n, "--min-time", str(args.min_time)]
+    return bench_main(argv + (["--json", args.json] if args.json else []))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="granular", description="Particle and rigid-body dynamics with rotations.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -180,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     run.add_argument("--log-json", action="store_true", help="JSON-lines events on stdout, for scripts")
     run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser("bench", help="throughput of the bonded block impact (particle-steps/s)")
+    bench.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
+    bench.add_argument("--n", default="10,22,46", help="block edges, N = n^3 (default 10,22,46)")
+    bench.add_argument("--min-time", type=float, default=1.0, help="seconds timed per size")
+    bench.add_argument("--json", metavar="PATH", help="save the results with the hardware description")
+    bench.set_defaults(func=cmd_bench)
 
     from .validation import STUDIES
 
