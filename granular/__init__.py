@@ -15,7 +15,7 @@ Quick start::
     print(gr.diagnostics.energies(model, state))
 """
 
-from . import diagnostics, rotations
+from . import diagnostics, rotations, shapes
 from .backend import Backend, BackendError, get_backend
 from .integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .model import Model, ModelBuilder
@@ -37,4 +37,5 @@ __all__ = [
     "diagnostics",
     "get_backend",
     "rotations",
+    "shapes",
 ]
