@@ -108,6 +108,10 @@ def cmd_run(args) -> int:
     except SceneError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    if scene.bodies is not None:
+        from .bodies.scenes import run_bodies
+
+        return run_bodies(scene, args)
     if args.precision not in (None, "float64"):
         print(f"granular run: --precision {args.precision!r} is not available; allowed: float64", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -219,7 +219,8 @@ class Scene(_Strict):
     name: str = "scene"
     description: str = ""
     run: RunTable
-    particles: Annotated[list[ParticleGroup], Field(min_length=1)]
+    particles: list[ParticleGroup] = []
+    bodies: dict[str, Any] | None = None  # batched single-body schemes: granular.bodies.scenes
     bond_families: dict[str, BondFamily] = {}
     bonds: list[BondSet] = []
     contacts: ContactsTable | None = None
@@ -281,6 +282,19 @@ def load_scene(path) -> Scene:
 
 def _check_references(scene: Scene, source: str) -> None:
     errors = []
+    if scene.bodies is not None:
+        if scene.particles or scene.bonds or scene.walls or scene.contacts is not None:
+            errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
+                           "contacts and walls, not both"))  # fmt: skip
+        else:
+            from .bodies.scenes import validate_bodies
+
+            errors.extend(validate_bodies(scene.bodies))
+        if errors:
+            raise SceneError(errors, source)
+        return
+    if not scene.particles:
+        raise SceneError([("particles", "List should have at least 1 item (or give a [bodies] table)")], source)
     names = [g.name for g in scene.particles if g.name is not None]
     dup = {n for n in names if names.count(n) > 1}
     for k, g in enumerate(scene.particles):

@@ -61,7 +61,7 @@ MALFORMED = [
     (edit(("run", "precision"), "float16"), r"run.precision: Input should be 'float64'"),
     (edit(("run", "dtt"), 0.1), r"run.dtt: unknown key"),
     (edit(("partikles",), []), r"partikles: unknown key"),
-    (edit(("particles",), []), r"particles: List should have at least 1 item"),
+    (edit(("particles",), []), r"particles: List should have at least 1 item \(or give a \[bodies\] table\)"),
     (edit(("particles", 0, "kind"), "cloud"), r"particles\[0\]: Input tag 'cloud' found using 'kind' does not match"),
     (edit(("particles", 0, "x"), [[0.0, 0.0]]), r"particles\[0\].x\[0\]: List should have at least 3 items"),
     (edit(("particles", 0, "radius"), 0.0), r"particles\[0\].radius.*greater than 0"),
