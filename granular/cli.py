@@ -112,11 +112,8 @@ def cmd_run(args) -> int:
         from .bodies.scenes import run_bodies
 
         return run_bodies(scene, args)
-    if args.precision not in (None, "float64"):
-        print(f"granular run: --precision {args.precision!r} is not available; allowed: float64", file=sys.stderr)
-        return 2
     try:
-        model, run = build_model(scene, backend=args.backend, source=args.scene)
+        model, run = build_model(scene, backend=args.backend, source=args.scene, precision=args.precision)
     except SceneError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -284,8 +284,9 @@ class ModelBuilder:
         """Move everything to ``backend`` (name or :class:`Backend`) and return the ``Model``."""
         if self._n == 0:
             raise ValueError("the model has no particles; add some with add_particles()")
-        if np.dtype(dtype) != np.float64:
-            raise ValueError(f"dtype: only float64 is supported so far, got {np.dtype(dtype)}")
+        if np.dtype(dtype) not in (np.float64, np.float32):
+            raise ValueError(f"dtype: must be float64 (default) or float32, got {np.dtype(dtype)}")
+        dtype = np.dtype(dtype)
         be = resolve_backend(backend)
         cat = np.concatenate
         mass = cat(self._mass)
@@ -299,7 +300,7 @@ class ModelBuilder:
                 idx = cat([p[0] for p in group])
                 forces.append(
                     PendulumPotential(
-                        be, idx, cat([p[1] for p in group]), mass[idx] * cat([p[2] for p in group]), e
+                        be, idx, cat([p[1] for p in group]), mass[idx] * cat([p[2] for p in group]), e, dtype=dtype
                     )
                 )
         x0, q0 = cat(self._x), cat(self._q)
@@ -313,11 +314,11 @@ class ModelBuilder:
                 raise ValueError(
                     f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
                 )
-            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:])
+            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
             forces.append(bonds)
         if self._kpp is not None:
             search, skin = self._contact_search
-            radius_dev = be.asarray(cat(self._radius))
+            radius_dev = be.asarray(cat(self._radius), dtype=dtype)
             forces.append(ParticleContacts(be, self._n, self._kpp, bonds, self._bonded_contacts, search, skin, radius_dev))
         if self._walls:
             ks = []
@@ -326,7 +327,7 @@ class ModelBuilder:
                     raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
                 ks.append(self._kpp if k is None else k)
             planes = [np.concatenate([n, [c]]) for n, c, _ in self._walls]
-            forces.append(Walls(be, self._n, planes, ks))
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype))
         return Model(
             backend=be,
             dtype=np.dtype(dtype),

@@ -44,7 +44,7 @@ class NeighborList:
         self.capacity = max(1, int(capacity))
         self.nbr = xp.zeros((self.n, self.capacity), dtype=np.int32)
         self.count = xp.zeros(self.n, dtype=np.int32)
-        self.x_ref = xp.zeros((self.n, 3), dtype=np.float64)
+        self.x_ref = xp.zeros((self.n, 3), dtype=radius.dtype)
         self.valid = False
         self.builds = 0
         self.regrows = 0

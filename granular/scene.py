@@ -58,7 +58,7 @@ class RunTable(_Strict):
     series_every: Positive | None = None
     checkpoint_every: Positive | None = None
     backend: Literal["auto", "cpu", "gpu"] = "auto"
-    precision: Literal["float64"] = "float64"
+    precision: Literal["float64", "float32"] = "float64"
 
     @model_validator(mode="after")
     def _one_length(self):
@@ -385,7 +385,7 @@ def _random_packing(g: RandomParticles, path: str):
     return placed, radii
 
 
-def build_model(scene: Scene, backend=None, source: str = "scene"):
+def build_model(scene: Scene, backend=None, source: str = "scene", precision=None):
     """Fill a :class:`ModelBuilder` from ``scene`` and finalize it on ``backend`` (default:
     the scene's ``run.backend``). Returns ``(model, scene.run)``; :class:`SceneError` for
     problems only visible once particles exist (overlaps, bond distances)."""
@@ -490,7 +490,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene"):
     if errors:
         raise SceneError(errors, source)
     try:
-        model = b.finalize(backend or scene.run.backend)
+        model = b.finalize(backend or scene.run.backend, dtype=np.dtype(precision or scene.run.precision))
     except ValueError as exc:
         raise SceneError([("(model)", str(exc))], source) from None
     return model, scene.run

@@ -58,7 +58,7 @@ MALFORMED = [
     (edit(("run", "steps"), 10), r"run: Value error, give exactly one of duration \(time\) or steps"),
     (edit(("run", "integrator"), "rk4"), r"run.integrator: Input should be 'exact', 'verlet' or 'campello' \(got 'rk4'\)"),
     (edit(("run", "backend"), "tpu"), r"run.backend: Input should be 'auto', 'cpu' or 'gpu'"),
-    (edit(("run", "precision"), "float16"), r"run.precision: Input should be 'float64'"),
+    (edit(("run", "precision"), "float16"), r"run.precision: Input should be .float64. or .float32."),
     (edit(("run", "dtt"), 0.1), r"run.dtt: unknown key"),
     (edit(("partikles",), []), r"partikles: unknown key"),
     (edit(("particles",), []), r"particles: List should have at least 1 item \(or give a \[bodies\] table\)"),

@@ -41,7 +41,7 @@ class Bonds:
 
     kind = "bonds"
 
-    def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max):
+    def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max, dtype=np.float64):
         xp = backend.xp
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
@@ -67,16 +67,16 @@ class Bonds:
         self.a, self.b = xp.asarray(a), xp.asarray(b)
         self.offsets = xp.asarray(offsets)
         self.incident = xp.asarray(ids[order])
-        self.rest_length = xp.asarray(r0)
-        self.n0a, self.n0b = xp.asarray(n0a), xp.asarray(n0b)
-        self.qref = xp.asarray(qref)
-        self.ka, self.ks, self.km = (xp.asarray(np.asarray(k, dtype=np.float64)) for k in (ka, ks, km))
+        self.rest_length = xp.asarray(r0, dtype=dtype)
+        self.n0a, self.n0b = xp.asarray(n0a, dtype=dtype), xp.asarray(n0b, dtype=dtype)
+        self.qref = xp.asarray(qref, dtype=dtype)
+        self.ka, self.ks, self.km = (xp.asarray(np.asarray(k), dtype=dtype) for k in (ka, ks, km))
         strain_max = np.asarray(strain_max, dtype=np.float64)
         angle_max = np.asarray(angle_max, dtype=np.float64)
         self.can_break = bool(np.isfinite(strain_max).any() or np.isfinite(angle_max).any())
-        self.strain_max, self.angle_max = xp.asarray(strain_max), xp.asarray(angle_max)
+        self.strain_max, self.angle_max = xp.asarray(strain_max, dtype=dtype), xp.asarray(angle_max, dtype=dtype)
         self._measures = xp.zeros((len(a), len(MEASURES)), dtype=np.float64)
-        self._terms = xp.zeros((len(a), 9), dtype=np.float64)  # per-bond F_a, RM_a, RM_b
+        self._terms = xp.zeros((len(a), 9), dtype=dtype)  # per-bond F_a, RM_a, RM_b
 
     def accumulate(self, model, cfg) -> None:
         model.backend.kernels.bond_forces(

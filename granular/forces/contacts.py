@@ -51,7 +51,7 @@ class ParticleContacts:
             self._csr = (xp.zeros(n_particles + 1, dtype=np.int64),) + tuple(xp.zeros(0, dtype=np.int64) for _ in range(3))
         else:
             self._csr = (bonds.offsets, bonds.incident, bonds.a, bonds.b)
-        self._U = xp.zeros(n_particles, dtype=np.float64)  # per-particle half pair energies
+        self._U = xp.zeros(n_particles, dtype=radius.dtype if radius is not None else np.float64)  # half pair energies
         self._F = None
 
     def _run(self, model, x, F):
@@ -79,12 +79,12 @@ class Walls:
 
     kind = "walls"
 
-    def __init__(self, backend, n_particles, planes, k):
+    def __init__(self, backend, n_particles, planes, k, dtype=np.float64):
         xp = backend.xp
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
-        self.planes = xp.asarray(self.planes_host)
-        self.k = xp.asarray(np.asarray(k, dtype=np.float64))
-        self._U = xp.zeros(n_particles, dtype=np.float64)
+        self.planes = xp.asarray(self.planes_host, dtype=dtype)
+        self.k = xp.asarray(np.asarray(k), dtype=dtype)
+        self._U = xp.zeros(n_particles, dtype=dtype)
         self._F = None
 
     def _run(self, model, x, F):

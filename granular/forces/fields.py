@@ -37,15 +37,15 @@ class PendulumPotential:
 
     kind = "pendulum"
 
-    def __init__(self, backend, index, rho0, mg, vertical):
+    def __init__(self, backend, index, rho0, mg, vertical, dtype=np.float64):
         xp = backend.xp
         self.index_host = np.asarray(index, dtype=np.int64)
         self.rho0_host = np.asarray(rho0, dtype=np.float64)
         self.index = xp.asarray(self.index_host)
-        self.rho0 = xp.asarray(self.rho0_host)
-        self.mg = xp.asarray(np.asarray(mg, dtype=np.float64))
+        self.rho0 = xp.asarray(self.rho0_host, dtype=dtype)
+        self.mg = xp.asarray(np.asarray(mg), dtype=dtype)
         self.vertical = tuple(float(c) for c in vertical)
-        self._U = xp.zeros(len(self.index_host), dtype=np.float64)  # scratch: energies
+        self._U = xp.zeros(len(self.index_host), dtype=dtype)  # scratch: energies
         self._RM = None  # scratch for energy-only evaluation, allocated on first use
 
     def _run(self, model, q, RM) -> None:
