@@ -11,6 +11,8 @@ STUDIES = {
     "torus": "granular.validation.torus",
     "ulvc": "granular.validation.ulvc",
     "nontwisting": "granular.validation.nontwisting",
+    "livens": "granular.validation.livens",
+    "rollingball": "granular.validation.rollingball",
 }
 
 
