@@ -55,6 +55,7 @@ class Progress:
         self.min_seconds = min_seconds
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.shown = False
+        self.mark = None
 
     def event(self, kind, **fields):
         if self.log_json and not self.quiet:
@@ -62,11 +63,13 @@ class Progress:
 
     def update(self, step, t, first_step):
         now = time.perf_counter()
-        if now - self.last < 0.5 or now - self.start < self.min_seconds:
+        if self.mark is None:  # rates count from the first finished step (after JIT compilation)
+            self.mark = (now, step)
+            return
+        if now - self.last < 0.5 or now - self.start < self.min_seconds or step - self.mark[1] < 1:
             return
         self.last = now
-        done = step - first_step
-        rate = done / (now - self.start) if now > self.start else 0.0
+        rate = (step - self.mark[1]) / (now - self.mark[0])
         left = (self.total - step) / rate if rate > 0 else math.inf
         if self.log_json:
             self.event("progress", step=step, time=t, steps_per_s=rate, eta_s=left)
