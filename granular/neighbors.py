@@ -24,6 +24,9 @@ import numpy as np
 #: coarser cells instead of a huge, mostly empty grid.
 CELLS_PER_PARTICLE = 4
 
+#: A system wider than this many contact cutoffs is taken as blown up (a loud error).
+MAX_SPAN = 1e9
+
 
 class NeighborList:
     """Verlet list over all particles; see the module docstring.
@@ -54,7 +57,9 @@ class NeighborList:
         built); returns whether it rebuilt."""
         if self.valid and self.n:
             d = x - self.x_ref
-            if float((d * d).sum(axis=1).max()) <= (0.5 * self.skin) ** 2:
+            with np.errstate(over="ignore", invalid="ignore"):  # a blown-up state rebuilds and fails there
+                moved = float((d * d).sum(axis=1).max())
+            if moved <= (0.5 * self.skin) ** 2:
                 return False
         self.build(x)
         return True
@@ -68,10 +73,18 @@ class NeighborList:
         cutoff = 2.0 * self.max_radius + self.skin
         lo = self.backend.to_host(x.min(axis=0)).astype(np.float64)
         hi = self.backend.to_host(x.max(axis=0)).astype(np.float64)
-        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
-            raise FloatingPointError("neighbour search: a particle position is not finite")
+        with np.errstate(over="ignore", invalid="ignore"):
+            extent = np.maximum(hi - lo, 0.0)
+            span = extent / cutoff
+        if not (np.isfinite(span).all() and (span <= MAX_SPAN).all()):
+            from .integrators import NonFiniteError
+
+            raise NonFiniteError(
+                f"neighbour search: the particles span {span.max():.3g} contact cutoffs (allowed at most "
+                f"{MAX_SPAN:g}); positions are not finite or the state has blown up. The state is unchanged; "
+                "reduce the step."
+            )
         cell = cutoff
-        extent = np.maximum(hi - lo, 0.0)
         dims = np.floor(extent / cell).astype(np.int64) + 1
         limit = max(CELLS_PER_PARTICLE * n, 64)
         while int(np.prod(dims)) > limit:  # coarser cells for sparse scenes

@@ -118,3 +118,11 @@ def test_torus_impact_same_trajectory_with_and_without_skin():
             np.testing.assert_allclose(a, b_, rtol=0, atol=1e-13)
     assert runs["skin 0 builds"] > 900  # rebuilt (nearly) every step
     assert runs["skin builds"] < runs["skin 0 builds"] / 5
+
+
+def test_blown_up_positions_are_a_clean_integration_error():
+    be = get_backend("cpu")
+    nl = NeighborList(be, np.full(3, 0.5), skin=0.1)
+    for bad in ([[0, 0, 0], [1e300, 0, 0], [1, 0, 0]], [[0, 0, 0], [np.nan, 0, 0], [1, 0, 0]]):
+        with pytest.raises(gr.NonFiniteError, match="neighbour search: the particles span"):
+            nl.build(np.array(bad, dtype=float))
