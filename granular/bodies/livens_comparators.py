@@ -1,0 +1,161 @@
+"""The comparators of Table 1 of paper 002 for rigid-body rotation in unit quaternions:
+MPL (midpoint rule on Livens' equations), EMH (Hamiltonian energy-momentum scheme with the
+regularised mass matrix, after Betsch & Siebert [7]) and MPH (midpoint rule on the
+Hamiltonian equations), batched over N bodies.
+
+Paper 002 (Kinon & Betsch), Sect. 5 (Table 1, lost in our copy; methods recovered from the
+authors' public code, PAPER_NOTES), Appendix D (missing). Same model, state and
+diagnostics as :class:`granular.bodies.livens_rigid.QuaternionBodies`.
+
+MPL
+---
+(86) with every derivative at the midpoint and the continuous fiber derivative::
+
+    q_{n+1} - q_n = h v̄,   p_{n+1} - p_n = h ∂_q T(q̄, v̄) - h ∇V(q̄) - h λ q̄,
+    p̄ = M4(q̄) v̄,   g(q_{n+1}) = 0
+
+i.e. :class:`~granular.bodies.livens_rigid.EML` with ``Ω̄`` of (88) replaced by
+``Ω(q̄, v̄) = 2 G(q̄) v̄``. Second order; conserves neither (74) nor, in general, the energy.
+
+Hamiltonian formulation (regularised mass matrix)
+-------------------------------------------------
+``M̄(q) = M4(q) + 2 tr(J) q qᵀ = 4 Q(q) J̃ Q(q)ᵀ`` with ``Q(q) = [q, G(q)ᵀ]`` (= Q_l(q),
+4 × 4, ``Q Qᵀ = |q|² I``) and ``J̃ = diag(½ tr J, J)``. On ``S³`` its inverse gives the
+kinetic co-energy (as in the authors' code, without the ``|q|⁻⁴`` factor that the exact
+inverse carries off the sphere)::
+
+    T*(q, p) = ½ ω̃ᵀ W ω̃,   ω̃ = Q(q)ᵀ p = (q·p, G(q) p),   W = ¼ J̃⁻¹
+
+``ω̃`` is bilinear in ``(q, p)``; ``∂ω̃/∂q = B(p) = [pᵀ; -G(p)]``, ``∂ω̃/∂p = Q(q)ᵀ``.
+``H = T* + V``; with ``p = M̄ v`` and ``q·v = 0``: ``ω̃ = (0, 2 J Ω)`` and ``T* = ½ Ωᵀ J Ω``.
+
+EMH (G-equivariant discrete gradient of T*, midpoint gradients of the quadratic V and g)::
+
+    q_{n+1} - q_n = h Q(q̄) W ω̃_{n+½},   p_{n+1} - p_n = -h B(p̄)ᵀ W ω̃_{n+½} - h ∇V(q̄) - h λ q̄,
+    g(q_{n+1}) = 0,     ω̃_{n+½} = ½ (ω̃(q_n, p_n) + ω̃(q_{n+1}, p_{n+1}))
+
+conserves H and ``L = ½ E(q) p``. MPH: the same with ``ω̃_{n+½}`` replaced by
+``ω̃(q̄, p̄)`` (the implicit midpoint rule on Hamilton's equations with the constraint at
+the end point). Unknowns ``(q_{n+1}, p_{n+1}, hλ)`` (9 per body). The state's ``v`` is
+the Hamiltonian velocity ``∂_p H = Q(q) W ω̃`` at the nodes.
+"""
+
+from __future__ import annotations
+
+from ..rotations import array_module
+from .livens_rigid import EML, QuaternionBodies, _mv, _t, quat_bar, quat_ebar, quat_G
+
+__all__ = ["MPL", "EMH", "MPH", "quat_Q", "omega_tilde"]
+
+
+def quat_Q(a):
+    """``Q(a) = [a, G(a)ᵀ] = Q_l(a)`` (33a): (..., 4) → (..., 4, 4)."""
+    return a[..., 0, None, None] * _t(a)["eye4"] + quat_ebar(a[..., 1:])
+
+
+def omega_tilde(q, p):
+    """``ω̃ = Q(q)ᵀ p = (q·p, G(q) p)``: (..., 4), (..., 4) → (..., 4) [kg m²/s]."""
+    return (p[..., None, :] @ quat_Q(q))[..., 0, :]
+
+
+def _B(p):
+    """``∂ω̃/∂q = [pᵀ; -G(p)]``: (..., 4) → (..., 4, 4)."""
+    xp = array_module(p)
+    return xp.concatenate([p[..., None, :], -quat_G(p)], axis=-2)
+
+
+class MPL(EML):
+    """Midpoint rule on Livens' equations (Table 1), 13 unknowns per body."""
+
+    scheme_name = "MPL"
+
+    def _omega_star(self, q1, v1, qm, vm):
+        """``Ω(q̄, v̄) = 2 G(q̄) v̄`` and its derivatives in q1 (``-G(v̄)``) and v1 (``G(q̄)``)."""
+        Gqm = quat_G(qm)
+        return 2.0 * _mv(Gqm, vm), -quat_G(vm), Gqm
+
+
+class _Hamiltonian(QuaternionBodies):
+    """Shared assembly of EMH and MPH (unknowns ``(q_{n+1}, p_{n+1}, hλ)``)."""
+
+    equivariant = True
+
+    def __init__(self, inertia, **kwargs):
+        super().__init__(inertia, **kwargs)
+        xp = self.xp
+        W = xp.zeros((self.n, 4, 4))
+        W[:, 0, 0] = 1.0 / (2.0 * xp.trace(self.J, axis1=1, axis2=2))
+        W[:, 1:, 1:] = 0.25 * xp.linalg.inv(self.J)
+        self.W = W
+
+    def _unknowns(self):
+        return 9
+
+    def _prepare(self, state, h):
+        self._q0, self._p0 = state.q, state.p
+        self._w0 = omega_tilde(state.q, state.p)
+        self._x0[:, :4] = state.q + h * self._midpoint_velocity(state)
+        self._x0[:, 4:8] = state.p
+        self._x0[:, 8] = h * state.lam[:, 0]
+
+    def _residual(self, x):
+        h, r, jac, t = self._h, self._r, self._jac, _t(x)
+        q1, p1, lt = x[:, :4], x[:, 4:8], x[:, 8]
+        qm, pm = 0.5 * (self._q0 + q1), 0.5 * (self._p0 + p1)
+        eye = t["eye4"]
+        Qm = quat_Q(qm)
+        Bm_t = _B(pm).swapaxes(-1, -2)
+        if self.equivariant:  # EMH: ω̃_{n+½} = ½(ω̃_n + ω̃_{n+1})
+            wt = 0.5 * (self._w0 + omega_tilde(q1, p1))
+            dz_q, dz_p = 0.5 * self.W @ _B(p1), 0.5 * self.W @ quat_Q(q1).swapaxes(-1, -2)
+        else:  # MPH: ω̃(q̄, p̄)
+            wt = omega_tilde(qm, pm)
+            dz_q, dz_p = 0.5 * self.W @ _B(pm), 0.5 * self.W @ Qm.swapaxes(-1, -2)
+        z = _mv(self.W, wt)
+        zbar = quat_bar(z[:, 1:])
+        z0I = z[:, 0, None, None] * eye
+        r[:, :4] = q1 - self._q0 - h * _mv(Qm, z)
+        r[:, 4:8] = p1 - self._p0 + h * _mv(Bm_t, z) + h * _mv(self.H_V, qm) + lt[:, None] * qm
+        r[:, 8] = 0.5 * ((q1 * q1).sum(axis=-1) - 1.0)
+        jac[:, :4, :4] = eye - h * (0.5 * (z0I + zbar) + Qm @ dz_q)
+        jac[:, :4, 4:8] = -h * (Qm @ dz_p)
+        jac[:, :4, 8] = 0.0
+        jac[:, 4:8, :4] = h * (Bm_t @ dz_q) + 0.5 * h * self.H_V + 0.5 * lt[:, None, None] * eye
+        jac[:, 4:8, 4:8] = eye + h * (0.5 * (z0I - zbar) + Bm_t @ dz_p)
+        jac[:, 4:8, 8] = qm
+        jac[:, 8, :4] = q1
+        jac[:, 8, 4:] = 0.0
+        return r, jac
+
+    def hamiltonian_velocity(self, q, p):
+        """``∂_p H = Q(q) W Q(q)ᵀ p``: (N, 4) [1/s]."""
+        return _mv(quat_Q(q), _mv(self.W, omega_tilde(q, p)))
+
+    def _finish(self, state, x, h):
+        state.q = x[:, :4].copy()
+        state.p = x[:, 4:8].copy()
+        state.v = self.hamiltonian_velocity(state.q, state.p)
+        state.lam = x[:, 8:9] / h
+
+    def hamiltonian(self, state):
+        """``H = ½ ω̃ᵀ W ω̃ + V(q)``: (N,) [J]; conserved by EMH."""
+        w = omega_tilde(state.q, state.p)
+        return 0.5 * (w * _mv(self.W, w)).sum(axis=-1) + self.potential(state.q)
+
+    def scheme_energy(self, state):
+        """The energy function of this scheme (Table 1): the Hamiltonian H."""
+        return self.hamiltonian(state)
+
+
+class EMH(_Hamiltonian):
+    """Hamiltonian energy-momentum scheme with the regularised mass matrix (Table 1, [7])."""
+
+    scheme_name = "EMH"
+    equivariant = True
+
+
+class MPH(_Hamiltonian):
+    """Implicit midpoint rule on the Hamiltonian equations (Table 1)."""
+
+    scheme_name = "MPH"
+    equivariant = False
