@@ -1,0 +1,356 @@
+"""Batched body systems built from a ``[bodies]`` table, behind one small interface.
+
+Each adapter wraps one scheme of :mod:`granular.bodies` (the model, its state and its
+stepping) and gives :mod:`granular.bodies.scenes` what the output directory needs:
+
+``step(h)``
+    one step of size ``h`` for every body (raises the scheme's error on failure, leaving
+    the state as it was).
+``time``, ``step_count``
+    the clock [T] and the number of steps taken.
+``frame()``
+    ``(points (N, 3), point_data)`` host arrays: one vertex per body at its centre of mass
+    (pure rotations are shown at ``offsets``, spaced along x) with ``id``, ``radius``
+    (display size), ``mass``, ``inertia`` (the six components xx, yy, zz, xy, yz, xz of the
+    spatial tensor ``R J Rᵀ``), ``velocity``, ``angular_velocity`` (spatial), ``d1``,
+    ``d2``, ``d3`` (the columns of R) and ``kinetic_energy``.
+``series()``
+    one ``series.csv`` row without ``time`` and ``step``: energies summed over the bodies,
+    momenta, the scheme's invariants (maxima over the bodies for residuals) and, for fewer
+    than :data:`SMALL_BATCH` bodies, each body's state and invariants (``b<i>_...``).
+``state_arrays()``, ``restore(arrays)``
+    the changing arrays (host) for a checkpoint, and back.
+
+This module holds the director schemes (paper 000) and unified local velocity
+coordinates (paper 001); :mod:`granular.bodies.scene_more` holds the Livens quaternion
+schemes (paper 002) and the rolling ball (paper 004).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import rotations as rot
+
+SMALL_BATCH = 10  # below this many bodies, series.csv carries every body's state
+AXES = "xyz"
+
+
+def inertia_components(R, J):
+    """The six components (xx, yy, zz, xy, yz, xz) of ``R J Rᵀ``: (N, 6) host float64."""
+    S = R @ J @ R.swapaxes(-1, -2)
+    return np.stack([S[:, 0, 0], S[:, 1, 1], S[:, 2, 2], S[:, 0, 1], S[:, 1, 2], S[:, 0, 2]], axis=1)
+
+
+def det_minus_one(R):
+    """``max_b |det R_b - 1|`` over a (N, 3, 3) host stack."""
+    return float(np.abs(np.linalg.det(R) - 1.0).max())
+
+
+class BodySystem:
+    """Shared parts of the adapters; subclasses set ``backend``, ``n``, ``cfg``."""
+
+    label = "bodies"
+    implicit = False
+
+    def host(self, a):
+        return self.backend.to_host(a)
+
+    def _frame_data(self, points, R, J, mass, velocity, omega, kinetic, radius):
+        n = self.n
+        return np.ascontiguousarray(points, dtype=np.float64), {
+            "id": np.arange(n, dtype=np.int64),
+            "radius": np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,)).copy(),
+            "mass": np.broadcast_to(np.asarray(mass, dtype=np.float64), (n,)).copy(),
+            "inertia": inertia_components(R, J),
+            "velocity": np.ascontiguousarray(velocity, dtype=np.float64),
+            "angular_velocity": np.ascontiguousarray(omega, dtype=np.float64),
+            "d1": np.ascontiguousarray(R[:, :, 0]),
+            "d2": np.ascontiguousarray(R[:, :, 1]),
+            "d3": np.ascontiguousarray(R[:, :, 2]),
+            "kinetic_energy": np.asarray(kinetic, dtype=np.float64),
+        }
+
+    def _per_body(self, row, name, values, labels=None):
+        """``b<i>_<name>[_<label>]`` columns from a host (N,) or (N, k) array (small batches)."""
+        if self.n >= SMALL_BATCH:
+            return
+        a = np.asarray(values, dtype=np.float64)
+        for i in range(self.n):
+            if a.ndim == 1:
+                row[f"b{i}_{name}"] = float(a[i])
+            else:
+                for c in range(a.shape[1]):
+                    lab = labels[c] if labels is not None else str(c)
+                    row[f"b{i}_{name}{lab}"] = float(a[i, c])
+
+    @staticmethod
+    def _vector(row, prefix, v):
+        for c, a in enumerate(AXES):
+            row[f"{prefix}_{a}"] = float(v[c])
+
+    def _newton(self, row, iterations):
+        it = self.host(iterations)
+        row["newton_iterations_mean"] = float(it.mean())
+        row["newton_iterations_max"] = float(it.max())
+
+
+# ----------------------------------------------------------------- directors (000)
+
+
+class DirectorSystem(BodySystem):
+    """``scheme = "directors"`` / ``"nontwisting"``: :class:`~granular.bodies.directors.DirectorEM`,
+    :class:`~granular.bodies.nontwisting.NonTwistingEM` and the DLA comparators of
+    :mod:`granular.bodies.dla`, rotating about a fixed point (pure rotation)."""
+
+    implicit = True
+
+    def __init__(self, cfg, backend):
+        from .directors import DirectorEM, directors_from_matrix
+        from .dla import DirectorDLA, NonTwistingDLA
+        from .nontwisting import NonTwistingEM
+
+        t = cfg.table
+        self.cfg, self.backend, self.n = cfg, backend, cfg.count
+        self.nonholonomic = t.scheme == "nontwisting"
+        classes = {("directors", "em"): DirectorEM, ("directors", "dla"): DirectorDLA,
+                   ("nontwisting", "em"): NonTwistingEM, ("nontwisting", "dla"): NonTwistingDLA}  # fmt: skip
+        kwargs = dict(n=self.n, backend=backend, moment=self._moment(cfg, backend.xp), rtol=t.newton_rtol,
+                      max_iter=t.newton_max_iter)  # fmt: skip
+        if self.nonholonomic:
+            kwargs["a"] = t.a
+        self.label = f"{t.scheme} {t.variant}"
+        xp = backend.xp
+        self.scheme = classes[(t.scheme, t.variant)](xp.asarray(cfg.inertia), **kwargs)
+        self.state = self.scheme.state(directors_from_matrix(xp.asarray(cfg.R)), xp.asarray(cfg.omega))
+
+    @staticmethod
+    def _moment(cfg, xp):
+        """The loads: presets of paper 000 (115), (118) with the ramp (116), or [bodies.moment]."""
+        from ..validation.nontwisting import CASES, ramp
+        from .directors import ExternalMoment
+
+        t = cfg.table
+        if t.moment is not None:
+            m = t.moment
+            f = ramp if m.time == "ramp" else (lambda s: 1.0)
+            ms = None if m.spatial is None else xp.asarray(np.tile(m.spatial, (cfg.count, 1)))
+            mc = None if m.material is None else xp.asarray(np.tile(m.material, (cfg.count, 1)))
+            if ms is None and mc is None:
+                return None
+            return ExternalMoment(spatial=None if ms is None else (lambda s: f(s) * ms),
+                                  material=None if mc is None else (lambda s: f(s) * mc))  # fmt: skip
+        if all(name in ("none", "case1") for name in cfg.load):
+            return None
+        comps = xp.asarray([[-CASES[int(name[-1])][1][0], -CASES[int(name[-1])][1][1]] if name != "none"
+                            else [0.0, 0.0] for name in cfg.load], dtype=xp.float64)  # fmt: skip
+        return ExternalMoment(material=lambda s: ramp(s) * comps)
+
+    @property
+    def time(self):
+        return self.state.t
+
+    @property
+    def step_count(self):
+        return self.state.steps
+
+    def step(self, h):
+        self.scheme.step(self.state, h)
+
+    def _R(self):
+        return self.host(self.state.d).swapaxes(1, 2)
+
+    def frame(self):
+        from .directors import angular_velocity
+
+        s, sch = self.state, self.scheme
+        R = self._R()
+        J = np.broadcast_to(self.host(sch.inertia), (self.n, 3, 3))
+        w = self.host(angular_velocity(s.d, s.v))
+        K = self.host(sch.kinetic_energy(s))
+        # the director schemes model the rotation only: mass 0, the body fixed at its offset
+        return self._frame_data(self.cfg.offsets, R, J, 0.0, np.zeros((self.n, 3)), w, K, 0.25 * self.cfg.table.spacing)
+
+    def series(self):
+        from .directors import angular_velocity
+
+        s, sch, xp = self.state, self.scheme, self.backend.xp
+        K = sch.kinetic_energy(s)
+        pi = sch.spatial_angular_momentum(s)
+        row = {"kinetic_rotational": float(K.sum()), "total": float(K.sum())}
+        self._vector(row, "L", self.host(pi.sum(axis=0)))
+        row["constraint_residual_max"] = float(sch.constraint_residual(s).max())
+        row["hidden_constraint_max"] = float(sch.hidden_constraint_residual(s).max())
+        row["det_R_minus_1_max"] = det_minus_one(self._R())
+        if self.cfg.table.variant == "dla":
+            row["midpoint_energy"] = float(sch.midpoint_energy(s).sum())
+        Pi = None
+        if self.nonholonomic:
+            Pi = sch.nonholonomic_momenta(s)
+            row["Pi1"], row["Pi2"] = float(Pi[:, 0].sum()), float(Pi[:, 1].sum())
+            row["Pi3_max"] = float(xp.abs(Pi[:, 2]).max())
+            row["twist_rate_max"] = float(xp.abs(sch.twist_rate(s)).max())
+        self._newton(row, s.iterations)
+        if self.n < SMALL_BATCH:
+            d = self.host(s.d)
+            for j in range(3):
+                self._per_body(row, f"d{j + 1}_", d[:, j], AXES)
+            self._per_body(row, "omega_", self.host(angular_velocity(s.d, s.v)), AXES)
+            self._per_body(row, "K", self.host(K))
+            self._per_body(row, "L_", self.host(pi), AXES)
+            if Pi is not None:
+                self._per_body(row, "Pi", self.host(Pi), "123")
+        return row
+
+    _ARRAYS = ("d", "v", "lam", "mu", "v_half", "iterations", "iterations_total")
+
+    def state_arrays(self):
+        s = self.state
+        out = {k: self.host(getattr(s, k)).copy() for k in self._ARRAYS}
+        out.update({f"extra_{k}": self.host(v).copy() for k, v in s.extra.items()})
+        out["clock"] = np.array([s.t])
+        out["counters"] = np.array([s.steps], dtype=np.int64)
+        return out
+
+    def restore(self, arrays):
+        s, be = self.state, self.backend
+        for k in self._ARRAYS:
+            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
+        s.extra = {k[6:]: be.asarray(v) for k, v in arrays.items() if k.startswith("extra_")}
+        s.t, s.steps = float(arrays["clock"][0]), int(arrays["counters"][0])
+
+
+def _same(arrays, key, like, be):
+    """``arrays[key]`` checked against the shape and dtype of the live array ``like``."""
+    if key not in arrays:
+        raise ValueError(f"checkpoint: array {key!r} is missing")
+    a, ref = arrays[key], be.to_host(like)
+    if a.shape != ref.shape or a.dtype != ref.dtype:
+        raise ValueError(f"checkpoint: array {key!r} has shape {a.shape} {a.dtype}, the scene needs "
+                         f"{ref.shape} {ref.dtype}")  # fmt: skip
+    return a
+
+
+# ------------------------------------------------------------------------ ulvc (001)
+
+
+class ULVCSystem(BodySystem):
+    """``scheme = "ulvc"``: :class:`~granular.bodies.ulvc.LieGroupRK4` (``variant = "rk4"``)
+    or the Newton-Euler reference :class:`~granular.bodies.ulvc.NewtonEulerRK4`
+    (``"reference"``); free bodies that translate and rotate, with optional dead loads."""
+
+    def __init__(self, cfg, backend):
+        from . import ulvc
+
+        t, xp = cfg.table, backend.xp
+        self.cfg, self.backend, self.n = cfg, backend, cfg.count
+        self.label = f"ulvc {t.variant}"
+        n = self.n
+        mass = cfg.arrays.get("mass", np.ones(n))  # (N,) [M]; the key's default is 1
+        self.bodies = ulvc.ULVCBodies(xp.asarray(mass), xp.asarray(cfg.inertia), n=n, projection=t.projection,
+                                      l=tuple(t.l), backend=backend)  # fmt: skip
+        self.gravity = None if t.gravity is None else np.asarray(t.gravity, dtype=np.float64)
+        loads = None
+        if self.gravity is not None or t.torque_body is not None or t.torque_spatial is not None:
+            fs = None
+            if self.gravity is not None:
+                fs = xp.asarray(mass[:, None, None] * self.gravity[None, None, :])
+            loads = ulvc.PointLoads(points=None if fs is None else xp.zeros((1, 1, 3)), force_spatial=fs,
+                                    torque_body=t.torque_body, torque_spatial=t.torque_spatial,
+                                    backend=backend)  # fmt: skip
+        x0 = cfg.arrays.get("position", cfg.offsets)
+        R = xp.asarray(cfg.R)
+        v = cfg.arrays.get("velocity")
+        U = None if v is None else xp.asarray(np.einsum("nji,nj->ni", cfg.R, v))
+        state = self.bodies.state(R=R, x=xp.asarray(x0), U=U, Omega=xp.asarray(cfg.omega_body))
+        if t.variant == "rk4":
+            self.integrator = ulvc.LieGroupRK4(loads, stages=t.stages)
+            self.state = state
+        else:
+            self.integrator = ulvc.NewtonEulerRK4(loads)
+            self.state = ulvc.to_newton_euler(self.bodies, state)
+        self._ulvc = ulvc
+
+    @property
+    def time(self):
+        return self.state.t
+
+    @property
+    def step_count(self):
+        return self.state.step
+
+    def step(self, h):
+        self.integrator.step(self.bodies, self.state, h)
+
+    def _parts(self):
+        U, Om = self.state.velocities(self.bodies)
+        b = self.bodies
+        trans = 0.5 * b.mass * (U * U).sum(axis=-1)
+        rot_ = 0.5 * (Om * (b.J @ Om[..., None])[..., 0]).sum(axis=-1)
+        return U, Om, trans, rot_
+
+    def frame(self):
+        s, b = self.state, self.bodies
+        U, Om, trans, rot_ = self._parts()
+        R = self.host(s.R)
+        J = np.broadcast_to(self.host(b.J), (self.n, 3, 3))
+        v = np.einsum("nij,nj->ni", R, self.host(U))
+        w = np.einsum("nij,nj->ni", R, self.host(Om))
+        m = np.broadcast_to(self.host(b.mass), (self.n,))
+        return self._frame_data(self.host(s.x), R, J, m, v, w, self.host(trans + rot_), 0.25 * self.cfg.table.spacing)
+
+    def series(self):
+        s, b, u = self.state, self.bodies, self._ulvc
+        U, Om, trans, rot_ = self._parts()
+        row = {"kinetic_translational": float(trans.sum()), "kinetic_rotational": float(rot_.sum())}
+        total = row["kinetic_translational"] + row["kinetic_rotational"]
+        if self.gravity is not None:
+            m = np.broadcast_to(self.host(b.mass), (self.n,))
+            ug = float(-(m * (self.host(s.x) @ self.gravity)).sum())
+            row["U_gravity"] = ug
+            total += ug
+        row["total"] = total
+        self._vector(row, "P", self.host(u.linear_momentum(b, s).sum(axis=0)))
+        L = u.angular_momentum(b, s)
+        self._vector(row, "L", self.host(L.sum(axis=0)))
+        R = self.host(s.R)
+        row["det_R_minus_1_max"] = det_minus_one(R)
+        row["orthogonality_max"] = float(np.abs(R.swapaxes(1, 2) @ R - np.eye(3)).max())
+        if self.n < SMALL_BATCH:
+            self._per_body(row, "x_", self.host(s.x), AXES)
+            self._per_body(row, "q", rot.quat_from_matrix(R), "0123")
+            self._per_body(row, "v_", np.einsum("nij,nj->ni", R, self.host(U)), AXES)
+            self._per_body(row, "Omega_", self.host(Om), "123")
+            self._per_body(row, "K", self.host(trans + rot_))
+            self._per_body(row, "L_", self.host(L), AXES)
+        return row
+
+    def _keys(self):
+        return ("R", "x", "w") if self.cfg.table.variant == "rk4" else ("R", "x", "v", "Omega")
+
+    def state_arrays(self):
+        out = {k: self.host(getattr(self.state, k)).copy() for k in self._keys()}
+        out["clock"] = np.array([self.state.t])
+        out["counters"] = np.array([self.state.step], dtype=np.int64)
+        return out
+
+    def restore(self, arrays):
+        s, be = self.state, self.backend
+        for k in self._keys():
+            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
+        s.t, s.step = float(arrays["clock"][0]), int(arrays["counters"][0])
+
+
+def build_system(cfg, backend):
+    """The adapter for ``cfg`` (a :class:`~granular.bodies.scene_schema.BodiesConfig`) on
+    ``backend``. ValueError from the scheme for inputs the schema could not check."""
+    scheme = cfg.table.scheme
+    if scheme in ("directors", "nontwisting"):
+        return DirectorSystem(cfg, backend)
+    if scheme == "ulvc":
+        return ULVCSystem(cfg, backend)
+    from . import scene_more
+
+    if scheme == "livens":
+        return scene_more.LivensSystem(cfg, backend)
+    return scene_more.RollingBallSystem(cfg, backend)
