@@ -62,9 +62,10 @@ class Backend:
         return self.xp.asnumpy(a)
 
     def synchronize(self) -> None:
-        """Wait for queued device work (no-op on the CPU); call before reading a clock."""
+        """Wait for all queued device work, on every stream (no-op on the CPU); call
+        before reading a clock."""
         if self.xp is not np:
-            self.xp.cuda.get_current_stream().synchronize()
+            self.xp.cuda.Device().synchronize()
 
     def __repr__(self) -> str:
         sim = ", simulated" if self.simulated else ""
@@ -88,9 +89,20 @@ def gpu_probe() -> tuple[bool, str]:
         return False, f"CuPy found no CUDA device ({type(exc).__name__}: {exc})"
     if count < 1:
         return False, "CuPy found no CUDA device"
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = props["name"]
-    name = name.decode() if isinstance(name, bytes) else str(name)
+    try:
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as exc:
+        return False, f"CuPy sees {count} device(s) but cannot query them ({type(exc).__name__}: {exc})"
+    if not cuda_simulator_enabled():
+        try:
+            from numba import cuda
+
+            if not cuda.is_available():
+                return False, f"CuPy found {name}, but numba-cuda cannot use it (driver or toolkit mismatch)"
+        except Exception as exc:
+            return False, f"CuPy found {name}, but numba-cuda is not importable ({type(exc).__name__}: {exc})"
     return True, f"{name} (CUDA device {cupy.cuda.Device().id} of {count})"
 
 
@@ -137,9 +149,32 @@ def _cpu_backend() -> Backend:
     return Backend("cpu", np, cpu_kernels, f"{cpu}, {os.cpu_count()} logical cores")
 
 
+def _no_array_interface_sync() -> None:
+    """Stop numba-cuda from waiting on the producer's stream at every kernel argument.
+
+    CuPy arrays export ``__cuda_array_interface__`` with their stream, and numba-cuda
+    then synchronises that stream for each array argument of each launch: a host wait
+    per argument. CuPy (null stream) and numba-cuda (stream 0) both use the legacy
+    default stream, so their work is already ordered and the waits are unnecessary.
+    Respects an explicit ``NUMBA_CUDA_ARRAY_INTERFACE_SYNC`` in the environment.
+    """
+    if "NUMBA_CUDA_ARRAY_INTERFACE_SYNC" in os.environ:
+        return
+    import importlib
+
+    for name in ("numba.cuda.core.config", "numba.core.config"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(mod, "CUDA_ARRAY_INTERFACE_SYNC"):
+            mod.CUDA_ARRAY_INTERFACE_SYNC = 0
+
+
 def _gpu_backend(what: str) -> Backend:
     import cupy
 
     from kernels import cuda as cuda_kernels
 
+    _no_array_interface_sync()
     return Backend("gpu", cupy, cuda_kernels, what)

@@ -1,13 +1,15 @@
-"""Command line: ``granular info`` and ``granular validate NAME``.
+"""Command line: ``granular run | validate | bench | info``.
 
-Exit status: 0 on success, 1 when a validation figure misses its threshold, 2 for bad
-usage or input.
+Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
+stops on an integration error (the last good state is in the checkpoint); 2 for bad
+usage or input; 130 when a run was interrupted (after writing a checkpoint).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -98,6 +100,26 @@ def _prepare_out_dir(out: str) -> None:
         shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
 
+def _positive_finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
 def cmd_run(args) -> int:
     from .integrators import IntegrationError
     from .scene import SceneError, build_model, load_scene
@@ -182,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=("auto", "cpu", "gpu"), help="override the scene's run.backend")
     run.add_argument("--precision", choices=("float64", "float32"), help="override the scene's run.precision")
     length = run.add_mutually_exclusive_group()
-    length.add_argument("--time", type=float, metavar="T", help="run to time T instead of run.duration")
-    length.add_argument("--steps", type=int, metavar="N", help="run N steps in all")
+    length.add_argument("--time", type=_positive_finite, metavar="T", help="run to time T instead of run.duration")
+    length.add_argument("--steps", type=_positive_int, metavar="N", help="run N steps in all")
     run.add_argument("--resume", metavar="CHECKPOINT", help="continue from a checkpoint of this scene")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     run.add_argument("--log-json", action="store_true", help="JSON-lines events on stdout, for scripts")

@@ -74,15 +74,18 @@ def angular_momentum(model, state, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
 
 
 def pendulum_invariants(model, state) -> tuple[np.ndarray, np.ndarray]:
-    """For each pendulum: ``Rρ0·Ω`` (41b) and ``|Rρ0|`` (41c), host arrays (K,)."""
-    f = model.force("pendulum")
-    if f is None:
+    """For each pendulum (all families, in the order they were added per vertical):
+    ``Rρ0·Ω`` (41b) and ``|Rρ0|`` (41c), host arrays (K,)."""
+    families = [f for f in model.forces if f.kind == "pendulum"]
+    if not families:
         raise ValueError("the model has no pendulum potential")
-    idx = f.index
-    p = rotations.quat_rotate(state.q[idx], f.rho0)
-    dot = (p * state.omega[idx]).sum(axis=1)
-    norm = model.backend.xp.sqrt((p * p).sum(axis=1))
-    return _host(model, dot), _host(model, norm)
+    dots, norms = [], []
+    for f in families:
+        idx = f.index
+        p = rotations.quat_rotate(state.q[idx], f.rho0)
+        dots.append(_host(model, (p * state.omega[idx]).sum(axis=1)))
+        norms.append(_host(model, model.backend.xp.sqrt((p * p).sum(axis=1))))
+    return np.concatenate(dots), np.concatenate(norms)
 
 
 # -------------------------------------------------------------- error measures (35)-(38)
@@ -137,6 +140,8 @@ def energy_error(t, E, E0=None) -> float:
     """Eqs. (36), (38): ``‖E_h(t) - E0‖_H0 / ‖E0‖_H0`` over the sample times ``t``."""
     E = np.asarray(E, dtype=np.float64)
     E0 = E[0] if E0 is None else float(E0)
+    if E0 == 0.0:
+        raise ValueError("E0: the relative energy error (38) is undefined for a zero reference energy")
     num = _integrate(t, (E - E0) ** 2)
     den = _integrate(t, np.full_like(E, E0) ** 2)
     return float(np.sqrt(num / den))

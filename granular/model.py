@@ -86,6 +86,17 @@ def _nonnegative(name, value, n, what="bond", allow_inf=False):
     return a
 
 
+def _check_duplicate_bonds(keys, first) -> None:
+    """``ValueError`` naming the first repeated pair among ``keys`` (``(a << 32) | b``)."""
+    uniq, counts = np.unique(keys, return_counts=True)
+    if (counts > 1).any():
+        dup_key = uniq[np.argmax(counts > 1)]
+        where = np.flatnonzero(keys == dup_key)
+        i, j = int(dup_key) >> 32, int(dup_key) & 0xFFFFFFFF
+        raise ValueError(f"bonds: bond {first + int(where[1])} duplicates bond {first + int(where[0])} "
+                         f"(particles {i}, {j})")  # fmt: skip
+
+
 def _orientations(n, orientation, alpha, rotvec):
     given = [(k, v) for k, v in (("orientation", orientation), ("alpha", alpha), ("rotvec", rotvec)) if v is not None]
     if len(given) > 1:
@@ -230,13 +241,7 @@ class ModelBuilder:
             raise ValueError(f"bonds: bond {first + k} joins particle {p[k, 0]} to itself")
         lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
         keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
-        allkeys = np.concatenate(self._bond_keys + [keys])
-        uniq, first_idx, counts = np.unique(allkeys, return_index=True, return_counts=True)
-        if (counts > 1).any():
-            dup_key = uniq[np.argmax(counts > 1)]
-            where = np.flatnonzero(allkeys == dup_key)
-            i, j = int(dup_key) >> 32, int(dup_key) & 0xFFFFFFFF
-            raise ValueError(f"bonds: bond {int(where[1])} duplicates bond {int(where[0])} (particles {i}, {j})")
+        _check_duplicate_bonds(keys, first)  # within this call; across calls at finalize()
         self._bond_keys.append(keys)
         stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
         thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
@@ -305,9 +310,18 @@ class ModelBuilder:
                 )
         x0, q0 = cat(self._x), cat(self._q)
         bonds = None
+        if len(self._bond_keys) > 1:
+            _check_duplicate_bonds(cat(self._bond_keys), 0)
         if self._bonds:
             cols = [cat([c[i] for c in self._bonds]) for i in range(7)]
             a, b = cols[0], cols[1]
+            # Orient every bond by its reference geometry (end a has the lexicographically
+            # smaller initial position), not by particle index, so that every bond quantity,
+            # the bending rotation included, is computed the same way whatever the numbering.
+            diff = x0[b] - x0[a]
+            first = np.argmax(diff != 0, axis=1)
+            flip = diff[np.arange(len(a)), first] < 0
+            a, b = np.where(flip, b, a), np.where(flip, a, b)
             rest = np.linalg.norm(x0[a] - x0[b], axis=1)
             if (rest == 0).any():
                 k = int(np.argmax(rest == 0))

@@ -252,7 +252,8 @@ def quat_to_rotvec(q):
     q = quat_canonical(q)
     n = xp.sqrt(_dot(q[..., 1:], q[..., 1:]))
     safe = xp.where(n > 0, n, 1.0)
-    factor = xp.where(n > 0, 2.0 * xp.arctan2(n, q[..., 0]) / safe, 2.0 / q[..., 0])
+    q0 = q[..., 0]
+    factor = xp.where(n > 0, 2.0 * xp.arctan2(n, q0) / safe, 2.0 / xp.where(q0 != 0, q0, 1.0))
     return factor[..., None] * q[..., 1:]
 
 

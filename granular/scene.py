@@ -24,8 +24,9 @@ from .shapes import add_tori, add_torus
 #: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
 MAX_PARTICLES = 100_000_000
 
-Vec3 = Annotated[list[float], Field(min_length=3, max_length=3)]
-Quat = Annotated[list[float], Field(min_length=4, max_length=4)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
+Quat = Annotated[list[Finite], Field(min_length=4, max_length=4)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
@@ -78,7 +79,7 @@ class BondFamily(_Strict):
 
 
 class _Group(_Strict):
-    name: str | None = None
+    name: Annotated[str, Field(min_length=1)] | None = None
     mass: Positive = 1.0
     inertia: Positive = 1.0
     velocity: Vec3 = [0.0, 0.0, 0.0]
@@ -190,7 +191,7 @@ class ContactsTable(_Strict):
 
 class Wall(_Strict):
     normal: Vec3
-    offset: float = 0.0
+    offset: Finite = 0.0
     k: NonNegative | None = None
 
     @field_validator("normal")
@@ -231,22 +232,27 @@ class Scene(_Strict):
 # ----------------------------------------------------------------------------- loading
 
 
+_TAGS = ("explicit", "lattice", "torus", "random", "tori", "neighbors")
+
+
 def _path(loc) -> str:
     out = ""
+    previous = None
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("explicit", "lattice", "torus", "random", "tori", "neighbors") or "[" in str(part):
-            continue  # the discriminator tag pydantic inserts
+        elif isinstance(previous, int) and (part in _TAGS or "[" in str(part)):
+            pass  # the discriminator tag pydantic inserts after a list index
         else:
             out += ("." if out else "") + str(part)
+        previous = part
     return out or "(top level)"
 
 
 def _message(err) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
-        return f"unknown key {err['input']!r}... not allowed here" if False else "unknown key (not part of the schema; check the spelling)"
+        return "unknown key (not part of the schema; check the spelling)"
     if kind == "missing":
         return "required field is missing"
     value = err.get("input")
@@ -326,7 +332,7 @@ def _group_count(g) -> int:
     if isinstance(g, ExplicitParticles):
         return len(g.x)
     if isinstance(g, LatticeParticles):
-        return int(np.prod(g.shape, dtype=np.int64))
+        return math.prod(g.shape)
     if isinstance(g, TorusParticles):
         return g.n
     if isinstance(g, ToriParticles):
@@ -396,6 +402,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     for k, g in enumerate(scene.particles):
         path = f"particles[{k}]"
         common = dict(mass=g.mass, inertia=g.inertia)
+        errors_before = len(errors)
         try:
             if isinstance(g, ExplicitParticles):
                 n = len(g.x)
@@ -408,7 +415,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
                 rv = _per_particle(path + ".rotvec", g.rotvec, n, errors)
                 if q is not None and rv is not None:
                     errors.append((path, "give orientation or rotvec, not both"))
-                if errors:
+                if len(errors) > errors_before:
                     continue
                 ids = b.add_particles(np.asarray(g.x, float), v=g.velocity if v is None else v,
                                       omega=g.omega if w is None else w, orientation=q, rotvec=rv,
@@ -426,8 +433,9 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
                                       **common)  # fmt: skip
             elif isinstance(g, ToriParticles):
                 f = fam[g.bonds] if g.bonds else BondFamily()
-                ids = add_tori(b, g.count, g.box, g.seed, g.n, g.ring_diameter, velocity=g.velocity, ka=f.ka, ks=f.ks,
-                               km=f.km, bonded=g.bonds is not None, **common)  # fmt: skip
+                ids = add_tori(b, g.count, g.box, g.seed, g.n, g.ring_diameter, velocity=g.velocity, omega=g.omega,
+                               ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max,
+                               bonded=g.bonds is not None, **common)  # fmt: skip
             else:
                 x, radii = _random_packing(g, path)
                 ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
@@ -479,9 +487,15 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
                                    f"(distance {d[np.argmax(bad)]:.6g} < radii sum {reach[np.argmax(bad)]:.6g}) and "
                                    f"{int(bad.sum())} pair(s) in all; move them or set allow_initial_overlap = true"))  # fmt: skip
     for k, w in enumerate(scene.walls):
-        b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else scene.contacts.kpp)
+        try:
+            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else scene.contacts.kpp)
+        except ValueError as exc:
+            errors.append((f"walls[{k}]", str(exc)))
     if scene.fields.gravity is not None:
-        b.set_gravity(scene.fields.gravity)
+        try:
+            b.set_gravity(scene.fields.gravity)
+        except ValueError as exc:
+            errors.append(("fields.gravity", str(exc)))
     for k, p in enumerate(scene.fields.pendulum):
         try:
             b.add_pendulum(groups[p.group], rho0=p.rho0, g=p.g, vertical=p.vertical)

@@ -118,8 +118,9 @@ def torus_centers(count, box, clearance, rng, max_attempts=1000) -> np.ndarray:
     return np.asarray(pts)
 
 
-def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0.0, 0.0, 0.0), mass=1.0,
-             inertia=1.0, ka=200.0, ks=200.0, km=10.0, bonded=True):  # fmt: skip
+def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0),
+             mass=1.0, inertia=1.0, ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf,
+             bonded=True):  # fmt: skip
     """``count`` tori of paper 003 at random non-overlapping positions in ``box`` and random
     orientations (uniform ring normals). Returns the particle ids."""
     rng = np.random.default_rng(seed)
@@ -128,7 +129,8 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     normals = random_unit_vectors(rng, count)
     ids = []
     for c, nrm in zip(centers, normals):
-        i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, mass=mass, inertia=inertia,
-                            ka=ka, ks=ks, km=km, bonded=bonded)  # fmt: skip
+        i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, omega=omega, mass=mass,
+                            inertia=inertia, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max,
+                            bonded=bonded)  # fmt: skip
         ids.append(i)
     return np.concatenate(ids)

@@ -22,8 +22,8 @@ The output directory is a stable contract (see ``docs/output.md``):
     same backend.
 
 Every file is written to a temporary name and renamed, so a run killed at any moment
-leaves a readable directory; SIGINT (Ctrl-C) stops after the current step, writes a
-checkpoint and exits cleanly.
+leaves a readable directory; SIGINT (Ctrl-C) and SIGTERM stop after the current step,
+write a checkpoint and exit cleanly.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -221,12 +222,18 @@ class Simulation:
         progress = Progress(total_steps, self.quiet, self.log_json)
         progress.event("start", out=self.out_dir, steps=total_steps, first_step=state.step, backend=model.backend.name)
         first = state.step
-        previous = signal.getsignal(signal.SIGINT)
 
-        def on_sigint(signum, frame):
+        def on_signal(signum, frame):
             self.stop_requested = True
 
-        signal.signal(signal.SIGINT, on_sigint)
+        # Ctrl-C and a scheduler's SIGTERM stop after the current step with a checkpoint.
+        # Handlers can only be installed from the main thread (not in a worker thread).
+        handled = (signal.SIGINT, signal.SIGTERM)
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in handled:
+                previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, on_signal)
         started = time.perf_counter()
         interrupted = False
         failure = None
@@ -249,8 +256,10 @@ class Simulation:
         except IntegrationError as exc:  # the state is the last good one: keep it
             failure = exc
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             progress.close()
+            series.close()
         wall = time.perf_counter() - started
         checkpoint()
         done = state.step - first

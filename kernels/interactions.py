@@ -2,17 +2,18 @@
 
 Bonds are evaluated once each into a per-bond buffer, then every particle *gathers* its
 bonds' contributions through CSR lists; contacts are gathered per particle directly.
-Each particle writes only its own rows, so no atomics are needed and the result is
-bitwise reproducible on both backends. Every pair quantity
-is computed in the canonical orientation ``a < b`` by both ends from the same inputs
-with the same operations, so the two ends get exactly opposite forces.
+Each particle writes only its own rows, so no atomics are needed and runs repeat bit for
+bit on a backend (CPU and GPU differ in the last bits: fused multiply-adds, libdevice).
+Every pair quantity is computed in one canonical orientation by both ends from the same
+inputs with the same operations, so the two ends get exactly opposite forces.
 
-Bond arrays (``B`` bonds): ``bond_a``, ``bond_b`` (B,) int64 with ``a < b``;
+Bond arrays (``B`` bonds): ``bond_a``, ``bond_b`` (B,) int64, oriented so that ``a`` has the
+lexicographically smaller initial position (an orientation independent of numbering);
 ``rest_length`` (B,) [length]; ``n0a``, ``n0b`` (B, 3) the reference bond direction
 ``n(0) = (x_a - x_b)/|x_a - x_b|`` at ``t = 0`` in the body frames of ``a`` and ``b``;
 ``qref`` (B, 4) the reference relative rotation ``q_b(0)* ⊗ q_a(0)``; ``ka``, ``ks``,
 ``km`` (B,) stiffnesses [energy]; ``broken`` (B,) int8. CSR: ``offsets`` (N+1,),
-``incident`` (2B,) bond ids of each particle in increasing order.
+``incident`` (2B,) bond ids of each particle in a canonical geometric order.
 """
 
 from types import SimpleNamespace

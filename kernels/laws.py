@@ -189,9 +189,9 @@ def hertz_contact(distance, reach, k):
 
 def compensated_add(s, c, x):
     """Neumaier's compensated summation: add ``x`` to the running sum ``s`` with
-    correction ``c``; the total is ``s + c``. For the few terms of a particle's
-    interactions this is the correctly rounded sum in practice, so it does not depend on
-    the order of the terms (and so not on particle numbering)."""
+    correction ``c``; the total is ``s + c``. For the few terms of a particle's contacts
+    this is the correctly rounded sum in practice, so it does not depend on the order of
+    the terms (contrived cancellations aside)."""
     t = s + x
     if abs(s) >= abs(x):
         c += (s - t) + x

@@ -162,7 +162,6 @@ def test_gravity_free_fall_and_momenta(scheme, backend, rng):
     if scheme != "campello":
         np.testing.assert_allclose(model.backend.to_host(state.x), x0 + v0 * t + 0.5 * g * t * t, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.backend.to_host(state.omega), w0)
-    # energy: constant for Verlet to round-off (linear potential, exact trajectory)
     assert state.time == pytest.approx(t)
 
 
@@ -175,3 +174,25 @@ def test_angular_momentum_of_free_particles_is_conserved(backend, rng):
     L0 = diag.angular_momentum(model, state)
     gr.ExplicitIntegrator("exact").run(model, state, 0.01, 200)
     np.testing.assert_allclose(diag.angular_momentum(model, state), L0, rtol=0, atol=1e-13 * np.abs(L0).max())
+
+
+def test_failed_step_with_bonds_contacts_and_breakage_changes_nothing():
+    """A step that would break bonds and move contacts, but fails on one particle's
+    rotation limit, leaves every array (broken flags included) as it was."""
+    from granular.validation import torus_setup as T
+
+    omega = np.zeros((T.N_P, 3))
+    omega[17] = [0.0, 0.0, 400.0]  # h|Ω| = 2 at h = 5e-3: outside map (23)'s domain
+    b = T.torus_builder(strain_max=1e-4, omega=omega)
+    model = b.finalize("cpu")
+    s = model.state()
+    integ = gr.ExplicitIntegrator("exact")
+    for _ in range(130):  # into the wall with small steps: contacts loaded, bonds near breaking
+        integ.step(model, s, 2e-4)
+    broken_before = int(s.broken.sum())
+    before = {k: getattr(s, k).copy() for k in ("x", "v", "q", "omega", "F", "RM", "broken")}
+    with pytest.raises(gr.StepSizeError, match="particle 17"):
+        integ.step(model, s, 5e-3)
+    for k, a in before.items():
+        np.testing.assert_array_equal(getattr(s, k), a, err_msg=k)
+    assert int(s.broken.sum()) == broken_before

@@ -56,3 +56,25 @@ def test_kernels_match_the_numpy_reference(case, backend):
     np.testing.assert_allclose(RM, RMr, rtol=1e-12, atol=1e-12 * np.abs(RMr).max())
     for key in Ur:
         assert U[key] == pytest.approx(Ur[key], rel=1e-12), key
+
+
+def test_bond_reference_data_from_the_initial_configuration():
+    """rest length, rest directions in each body frame and reference relative rotation,
+    recomputed independently with rotation matrices from random initial orientations."""
+    rng = np.random.default_rng(4)
+    x0 = rng.normal(size=(5, 3))
+    q0 = rot.quat_from_rotvec(rng.normal(size=(5, 3)))
+    b = gr.ModelBuilder()
+    b.add_particles(x0, orientation=q0)
+    b.add_bonds([[0, 1], [3, 2], [4, 0]], ka=1.0, ks=1.0, km=1.0)
+    bd = b.finalize("cpu").bonds
+    R = rot.quat_to_matrix(q0)
+    for k in range(3):
+        a, c = int(bd.a[k]), int(bd.b[k])
+        assert tuple(x0[a]) < tuple(x0[c])  # oriented by geometry, not by index
+        d = x0[a] - x0[c]
+        assert bd.rest_length[k] == pytest.approx(np.linalg.norm(d), rel=1e-15)
+        n = d / np.linalg.norm(d)
+        np.testing.assert_allclose(bd.n0a[k], R[a].T @ n, atol=1e-15)
+        np.testing.assert_allclose(bd.n0b[k], R[c].T @ n, atol=1e-15)
+        np.testing.assert_allclose(rot.quat_to_matrix(bd.qref[k]), R[c].T @ R[a], atol=1e-14)

@@ -154,3 +154,36 @@ def test_generators(tmp_path):
     d2 = np.linalg.norm(x[:, None] - x[None], axis=-1) + np.eye(40) * 10
     assert (d2 >= (r[:, None] + r[None]) * (1 - 1e-12)).all()  # random packing does not overlap
     assert (x >= 0).all() and (x <= 4).all()
+
+
+REVIEW_CASES = [
+    (edit(("particles", 0, "name"), ""), r"particles\[0\].name: String should have at least 1 character"),
+    (edit(("fields",), {"gravity": [0.0, float("nan"), 0.0]}), r"fields.gravity\[1\]: Input should be a finite number"),
+    (edit(("walls", 0, "offset"), float("inf")), r"walls\[0\].offset: Input should be a finite number"),
+    (edit(("particles",), [{"kind": "random", "count": 2, "box": [[0, 0, 0], [float("inf"), 1, 1]]}]),
+     r"particles\[0\].box\[1\]\[0\]: Input should be a finite number"),
+    (edit(("bond_families",), {"torus": {"ka": -1.0}}), r"bond_families.torus.ka: Input should be greater than or equal to 0"),
+    (edit(("particles",), [{"kind": "lattice", "shape": [4194304, 4194304, 4194304]}]), r"particles: the scene asks for"),
+]
+
+
+@pytest.mark.parametrize("data,match", REVIEW_CASES, ids=[f"review{k}" for k in range(len(REVIEW_CASES))])
+def test_more_malformed_scenes(data, match):
+    with pytest.raises(SceneError, match=match):
+        build_model(parse_scene(data), backend="cpu")
+
+
+def test_tori_keep_spin_and_breakage():
+    d = {"run": {"dt": 1e-3, "steps": 1}, "bond_families": {"b": {"ka": 1.0, "strain_max": 0.01}},
+         "particles": [{"kind": "tori", "count": 2, "box": [[0, 0, 0], [20, 20, 20]], "omega": [0.0, 0.0, 5.0],
+                        "bonds": "b", "n": 10}]}  # fmt: skip
+    model, _ = build_model(parse_scene(d), backend="cpu")
+    assert model.bonds.can_break and float(model.bonds.strain_max.max()) == 0.01
+    np.testing.assert_array_equal(model.state().omega[:, 2], 5.0)
+
+
+def test_cli_rejects_bad_lengths(tmp_path):
+    for bad in (["--time", "inf"], ["--time", "nan"], ["--steps", "0"]):
+        r = subprocess.run([sys.executable, "-m", "granular", "run", "scenes/torus_impact.toml", "--out",
+                            str(tmp_path / "o"), *bad], capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert r.returncode == 2 and "Traceback" not in r.stderr and "must be" in r.stderr, bad

@@ -15,11 +15,6 @@ def test_quick_torus_study_passes():
         assert fig in names
 
 
-def test_stability_limit_formula():
-    # r0 sqrt(m/K^a) with r0 = D_p = 3 sin(pi/80), m = 1, K^a = 200
-    assert torus.stability_limit() == pytest.approx(0.0083283, rel=1e-4)
-
-
 @pytest.mark.long
 def test_full_torus_study_passes():
     """h = 1e-3 to t = 25 (energy), h = 2e-3 to t = 100 (drift), E(t)-error at t = 10."""

@@ -9,9 +9,10 @@ Frictionless: contacts exert no moment.
 
 Candidate pairs: a Verlet neighbour list from a cell list (:mod:`granular.neighbors`,
 O(N), the default ``search="cells"``) or all pairs (``search="all-pairs"``, O(N²), the
-brute-force twin). Both give the same forces: the pair law is evaluated in canonical
-order and summed with compensation, so the result does not depend on which superset of
-the overlapping pairs is visited, nor in which order.
+brute-force twin). Both give the same forces in practice: the pair law is evaluated in a
+canonical order and summed with compensation, and pairs out of reach add exact zeros, so
+the result does not depend on which superset of the overlapping pairs is visited nor
+(except in contrived cancellations) in which order.
 """
 
 from __future__ import annotations
