@@ -55,14 +55,7 @@ from __future__ import annotations
 
 from . import directors as dirs
 from .directors import DirectorScheme, _cross, _dot, _moment
-from .nontwisting import (
-    _check_material_width,
-    _check_no_twist,
-    _check_perpendicular_moment,
-    _check_split_inertia,
-    nonholonomic_momenta,
-    twist_rate,
-)
+from .nontwisting import NonTwistingChecks, _check_material_width, nonholonomic_momenta, twist_rate
 
 __all__ = ["DirectorDLA", "NonTwistingDLA"]
 
@@ -162,27 +155,11 @@ class DirectorDLA(DirectorScheme):
         return dirs.kinetic_energy(self.euler, state.v_half)
 
 
-class NonTwistingDLA(DirectorDLA):
+class NonTwistingDLA(NonTwistingChecks, DirectorDLA):
     """Discrete Lagrange-d'Alembert comparator for the body on the non-twisting frame
     (Sect. 6.4). Parameters as :class:`~granular.bodies.nontwisting.NonTwistingEM`."""
 
-    nonholonomic = True
     scheme_name = "non-twisting DLA"
-
-    def __init__(self, inertia=None, *, a=0.0, **kwargs):
-        if not (0.0 <= a <= 1.0):
-            raise ValueError(f"a must lie in [0, 1] (80), got {a!r}")
-        self.a = float(a)
-        super().__init__(inertia, **kwargs)
-
-    def _check_inertia(self, scale):
-        _check_split_inertia(self, scale)
-
-    def _check_moment(self):
-        _check_perpendicular_moment(self.moment)
-
-    def _check_initial(self, d, omega, tol):
-        _check_no_twist(self.xp, d, omega, tol)
 
     def _check_width(self, c):
         _check_material_width(c)

@@ -90,24 +90,12 @@ def nonholonomic_momenta(euler, d, v):
     )
 
 
-class NonTwistingEM(DirectorEM):
-    """Specialised energy-momentum scheme (92)-(94) for the body on the non-twisting frame.
-
-    Parameters: those of :class:`~granular.bodies.directors.DirectorScheme` plus
-    ``a``: the free parameter of (80), in [0, 1] (default 0; the trajectory does not
-    depend on it). The inertia must have D3 as a principal axis (32), moments must be
-    material with two components (84), initial ω must satisfy ω·d3 = 0 (82).
-
-    Example (the paper's case 1, (111)-(113))::
-
-        J = [[3, -1/7, 0], [-1/7, 4, 0], [0, 0, 5]]
-        em = NonTwistingEM(inertia=J, n=1)
-        s = em.state(np.eye(3), [6.0, -18.0, 0.0])
-        em.run(s, 0.005, 1000)
-    """
+class NonTwistingChecks:
+    """What every scheme of the non-twisting body shares (EM here, DLA in :mod:`.dla`):
+    the parameter ``a`` of (80) and the checks of split inertia, a moment with no d3
+    component (84) and an initial state without twist."""
 
     nonholonomic = True
-    scheme_name = "non-twisting EM"
 
     def __init__(self, inertia=None, *, a=0.0, **kwargs):
         if not (0.0 <= a <= 1.0):
@@ -123,6 +111,25 @@ class NonTwistingEM(DirectorEM):
 
     def _check_initial(self, d, omega, tol):
         _check_no_twist(self.xp, d, omega, tol)
+
+
+class NonTwistingEM(NonTwistingChecks, DirectorEM):
+    """Specialised energy-momentum scheme (92)-(94) for the body on the non-twisting frame.
+
+    Parameters: those of :class:`~granular.bodies.directors.DirectorScheme` plus
+    ``a``: the free parameter of (80), in [0, 1] (default 0; the trajectory does not
+    depend on it). The inertia must have D3 as a principal axis (32), moments must be
+    material with two components (84), initial ω must satisfy ω·d3 = 0 (82).
+
+    Example (the paper's case 1, (111)-(113))::
+
+        J = [[3, -1/7, 0], [-1/7, 4, 0], [0, 0, 5]]
+        em = NonTwistingEM(inertia=J, n=1)
+        s = em.state(np.eye(3), [6.0, -18.0, 0.0])
+        em.run(s, 0.005, 1000)
+    """
+
+    scheme_name = "non-twisting EM"
 
     def _prepare(self, state, h):
         super()._prepare(state, h)
