@@ -17,7 +17,6 @@ import platform
 import sys
 import time
 
-import numpy as np
 
 import granular as gr
 from granular.backend import BackendError

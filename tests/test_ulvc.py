@@ -344,7 +344,7 @@ def forced_loads():
 
 def newton_euler_rhs(t, y):
     """Independent Newton-Euler ODE in (x, v, q, Ω̄): m v̇ = R Σf̄, J̄Ω̇̄ = Σȳ×f̄ + τ̄ - Ω̄×J̄Ω̄."""
-    x, v, q, om = y[:3], y[3:6], y[6:10], y[10:]
+    v, q, om = y[3:6], y[6:10], y[10:]
     R = rot.quat_to_matrix(q / np.linalg.norm(q))
     s = scale(t)
     f = s * (F_BODY + F_SPATIAL @ R)  # body frame: Rᵀ f per row

@@ -335,7 +335,7 @@ class MultibodyEML(ImplicitScheme):
 
     # ------------------------------------------------------------- assembly
     def _prepare(self, state, h):
-        xp, nb, D = self.xp, self.nb, self.n_dof
+        xp, D = self.xp, self.n_dof
         self._q0, self._v0, self._p0 = state.q, state.v, state.p
         _, r0 = self._split(state.q)
         _, vr0 = self._split(state.v)

@@ -196,7 +196,7 @@ class DormandPrince:
         acc = xp.zeros((n,), dtype=xp.int64)
         rej = xp.zeros((n,), dtype=xp.int64)
         just_rejected = xp.zeros((n,), dtype=bool)
-        a, b, c, e = DOPRI5["a"], DOPRI5["b"], DOPRI5["c"], DOPRI5["e"]
+        a, c, e = DOPRI5["a"], DOPRI5["c"], DOPRI5["e"]
         attempts = 0
         for target in targets:
             while True:
