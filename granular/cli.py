@@ -1,4 +1,4 @@
-"""Command line: ``granular run | validate | bench | info``.
+"""Command line: ``granular run | validate | ensemble | bench | info``.
 
 Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
 stops on an integration error (the last good state is in the checkpoint); 2 for bad
@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-json", action="store_true", help="JSON-lines events on stdout, for scripts")
     run.set_defaults(func=cmd_run)
 
+    # dispatched in main() before this parser; listed here for `granular -h`
+    sub.add_parser("ensemble", help="a [bodies] scene over N sampled bodies (granular ensemble -h)", add_help=False)
+
     bench = sub.add_parser("bench", help="throughput of the bonded block impact (particle-steps/s)")
     bench.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
     bench.add_argument("--n", default="10,22,46", help="block edges, N = n^3 (default 10,22,46)")
@@ -235,6 +238,11 @@ def main(argv=None) -> int:
     from .backend import BackendError
     from .integrators import IntegrationError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "ensemble":  # its own parser, options included (-h, --vary, ...)
+        from .ensemble import main as ensemble_main
+
+        return ensemble_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
