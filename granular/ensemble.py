@@ -655,8 +655,31 @@ def _parser():
     s.add_argument("--steps", type=int)
     s.add_argument("--time", type=float)
     p.add_argument("--hist", action="append", default=None, metavar="COLUMN", help="histogram column (repeatable)")
+    p.add_argument("--trajectories", type=int, default=0, metavar="K",
+                   help="also run K bodies spread over the ensemble with full output (frames, series) in OUT/subsample")
     p.add_argument("--quiet", action="store_true")
     return p
+
+
+def subsample_indices(n: int, k: int) -> np.ndarray:
+    """``k`` body indices spread evenly over ``0..n-1`` (all of them if ``k >= n``)."""
+    return np.unique(np.linspace(0, n - 1, min(k, n)).round().astype(np.int64))
+
+
+def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
+    """Run the bodies ``idx`` of the ensemble again as an ordinary ``[bodies]`` scene,
+    with the full output of ``granular run`` (ParaView frames with orientations,
+    ``series.csv`` trajectories, plots) in ``out_dir``. Their sampled values are the
+    same as in the ensemble, so their final states equal the summary rows."""
+    from types import SimpleNamespace
+
+    from .bodies.scenes import run_bodies
+
+    table, _ = chunk_table(spec, 0, 0, idx=idx)
+    sub = scene.model_copy(update={"bodies": table, "name": f"{scene.name}_subsample"})
+    opts = SimpleNamespace(scene=f"{args.scene} (subsample)", out=out_dir, backend=args.backend, precision=None,
+                           time=None, steps=spec.steps, resume=None, quiet=True, log_json=False)  # fmt: skip
+    return run_bodies(sub, opts)
 
 
 def main(argv=None) -> int:
@@ -712,7 +735,14 @@ def main(argv=None) -> int:
             "steps": spec.steps, "dt": spec.dt, "backend": args.backend,
             "executor": "dask:" + args.scheduler if args.scheduler else "dask-local" if args.dask else "in-process",
             "wall_time_s": wall, "body_steps_per_s": args.n * spec.steps / wall if wall > 0 else None}  # fmt: skip
+    if args.trajectories:
+        idx = subsample_indices(args.n, args.trajectories)
+        meta["subsample_bodies"] = idx.tolist()
     write_outputs(table, out, args.hist, meta)
+    if args.trajectories:
+        status = run_subsample(scene, spec, idx, os.path.join(out, "subsample"), args)
+        if status != 0:
+            return status
     if not args.quiet:
         print(f"granular ensemble: {scene.name}: {args.n} bodies x {spec.steps} steps in {wall:.3g} s "
               f"({meta['body_steps_per_s']:,.0f} body-steps/s); output in {out}/")  # fmt: skip

@@ -3,6 +3,7 @@ distribution (same table, a killed worker retried), single-run agreement, bad sp
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 
@@ -226,3 +227,28 @@ def test_heavy_top_1e5_on_cpu():
         assert np.allclose([row[f"q{c}"] for c in range(4)], q, rtol=1e-12, atol=1e-13)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS after a 1e5-body heavy-top ensemble (chunks of 20000): {rss_mb:.0f} MB")
+
+
+def test_subsample_trajectories_with_frames(tmp_path):
+    """--trajectories K: K bodies re-run with the full output; their final states are the
+    ensemble's summary rows for those bodies."""
+    import xml.etree.ElementTree as ET
+
+    from granular.ensemble import main as ensemble_main
+    from granular.io import read_series
+
+    out = tmp_path / "ens"
+    rc = ensemble_main([os.path.join(SCENES, "livens_heavy_top.toml"), "--n", "12", "--vary",
+                        "omega[2]=normal(135.6,1.0)", "--seed", "5", "--steps", "6", "--out", str(out),
+                        "--trajectories", "3", "--quiet"])  # fmt: skip
+    assert rc == 0
+    table = dict(np.load(out / "summaries.npz"))
+    meta = json.loads((out / "ensemble.json").read_text())
+    idx = meta["meta"]["subsample_bodies"] if "meta" in meta else meta["subsample_bodies"]
+    assert idx == [0, 6, 11]
+    frames = ET.parse(out / "subsample" / "frames.pvd").getroot().find("Collection").findall("DataSet")
+    assert len(frames) >= 2
+    s = read_series(str(out / "subsample" / "series.csv"))
+    for j, body in enumerate(idx):
+        for c in range(4):
+            assert s[f"b{j}_q{c}"][-1] == pytest.approx(table[f"q{c}"][body], abs=1e-12)
