@@ -713,6 +713,15 @@ def main(argv=None) -> int:
                 return 2
             if args.scheduler:
                 client = Client(args.scheduler)
+            elif args.backend == "gpu":  # one worker per GPU
+                try:
+                    from dask_cuda import LocalCUDACluster
+                except ImportError:
+                    print("granular ensemble: --dask with --backend gpu needs dask-cuda (pip install dask-cuda)",
+                          file=sys.stderr)  # fmt: skip
+                    return 2
+                cluster = LocalCUDACluster(threads_per_worker=1, dashboard_address=None)
+                client = Client(cluster)
             else:
                 cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None)  # fmt: skip
