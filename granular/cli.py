@@ -246,6 +246,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (e.g. `granular ... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (ValueError, BackendError, IntegrationError) as exc:  # bad input, no backend: one clear line
         print(f"granular {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -41,3 +41,12 @@ def test_validate_exit_code_follows_the_checks(monkeypatch, capsys):
     monkeypatch.setattr(pendulum, "run", lambda quick, backend: Report("pendulum", [Check("x", 3.0, None, 1.0)]))
     assert main(["validate", "pendulum"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_output_piped_into_a_closed_reader_is_not_a_traceback():
+    import subprocess
+    import sys
+
+    r = subprocess.run(f"{sys.executable} -m granular info | head -1", shell=True, capture_output=True, text=True,
+                       timeout=120)  # fmt: skip
+    assert r.stdout.startswith("granular") and "Traceback" not in r.stderr
