@@ -47,6 +47,7 @@ def test_output_piped_into_a_closed_reader_is_not_a_traceback():
     import subprocess
     import sys
 
-    r = subprocess.run(f"{sys.executable} -m granular info | head -1", shell=True, capture_output=True, text=True,
+    # `true` exits without reading, long before granular has imported and prints
+    r = subprocess.run(f"{sys.executable} -m granular info | true", shell=True, capture_output=True, text=True,
                        timeout=120)  # fmt: skip
-    assert r.stdout.startswith("granular") and "Traceback" not in r.stderr
+    assert "Error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
