@@ -183,22 +183,32 @@ def build(jit, base):
         return False
 
     @jit
+    def add_partner(i, j, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, f1, c1, f2, c2, f3, c3,
+                    u, cu):  # fmt: skip
+        """Add partner ``j``'s contact force on ``i`` and half the pair energy to the
+        compensated running sums ``(f, c)`` and ``(u, cu)``; bonded pairs are skipped when
+        ``skip_bonded``. Shared by the all-pairs and neighbour-list bodies."""
+        if skip_bonded and bonded(i, j, offsets, incident, bond_a, bond_b):
+            return f1, c1, f2, c2, f3, c3, u, cu
+        g1, g2, g3, e = contact_pair(i, j, x, radius, kpp)
+        if e > 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
+            f1, c1 = cadd(f1, c1, g1)
+            f2, c2 = cadd(f2, c2, g2)
+            f3, c3 = cadd(f3, c3, g3)
+            u, cu = cadd(u, cu, 0.5 * e)
+        return f1, c1, f2, c2, f3, c3, u, cu
+
+    @jit
     def contact_allpairs_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
         """All-pairs contact (the brute-force reference): ``F[i]`` += Σ_j f_ij (compensated,
-        order-independent); ``U[i]`` = half of ``i``'s pair energies (so ``Σ U`` is U^pp).
-        With ``skip_bonded``, pairs joined by a bond (broken or not) are left out."""
+        order-independent in practice); ``U[i]`` = half of ``i``'s pair energies (so ``Σ U``
+        is U^pp). With ``skip_bonded``, pairs joined by a bond (broken or not) are left out."""
         f1 = f2 = f3 = u = 0.0
         c1 = c2 = c3 = cu = 0.0
         for j in range(x.shape[0]):
             if j != i:
-                if skip_bonded and bonded(i, j, offsets, incident, bond_a, bond_b):
-                    continue
-                g1, g2, g3, e = contact_pair(i, j, x, radius, kpp)
-                if e > 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
-                    f1, c1 = cadd(f1, c1, g1)
-                    f2, c2 = cadd(f2, c2, g2)
-                    f3, c3 = cadd(f3, c3, g3)
-                    u, cu = cadd(u, cu, 0.5 * e)
+                f1, c1, f2, c2, f3, c3, u, cu = add_partner(i, j, x, radius, kpp, skip_bonded, offsets, incident,
+                                                            bond_a, bond_b, f1, c1, f2, c2, f3, c3, u, cu)  # fmt: skip
         F[i, 0] += f1 + c1
         F[i, 1] += f2 + c2
         F[i, 2] += f3 + c3
@@ -211,15 +221,8 @@ def build(jit, base):
         f1 = f2 = f3 = u = 0.0
         c1 = c2 = c3 = cu = 0.0
         for p in range(count[i]):
-            j = nbr[i, p]
-            if skip_bonded and bonded(i, j, offsets, incident, bond_a, bond_b):
-                continue
-            g1, g2, g3, e = contact_pair(i, j, x, radius, kpp)
-            if e > 0.0 or g1 != 0.0 or g2 != 0.0 or g3 != 0.0:
-                f1, c1 = cadd(f1, c1, g1)
-                f2, c2 = cadd(f2, c2, g2)
-                f3, c3 = cadd(f3, c3, g3)
-                u, cu = cadd(u, cu, 0.5 * e)
+            f1, c1, f2, c2, f3, c3, u, cu = add_partner(i, nbr[i, p], x, radius, kpp, skip_bonded, offsets, incident,
+                                                        bond_a, bond_b, f1, c1, f2, c2, f3, c3, u, cu)  # fmt: skip
         F[i, 0] += f1 + c1
         F[i, 1] += f2 + c2
         F[i, 2] += f3 + c3
@@ -301,6 +304,7 @@ def build(jit, base):
         bond_energy_body=bond_energy_body,
         bond_break_body=bond_break_body,
         contact_pair=contact_pair,
+        add_partner=add_partner,
         bonded=bonded,
         contact_allpairs_body=contact_allpairs_body,
         contact_list_body=contact_list_body,
