@@ -28,24 +28,27 @@ def kinetic_energy_rotational(model, state) -> float:
 def potential_energies(model, state) -> dict:
     """Potential energy of each interaction family: ``U_gravity``, ``U_pendulum``, ``U_m``
     (bending/torsion), ``U_a`` (axial), ``U_s`` (shear), ``U_pp`` (particle-particle),
-    ``U_pw`` (particle-wall), for the families the model has."""
-    out = {}
-    for f in model.forces:
-        for key, value in f.energies(model, state).items():
-            out[key] = out.get(key, 0.0) + value
-    return out
+    ``U_pw`` (particle-wall), for the families the model has (one fused kernel)."""
+    return model.potential_energies(state)
 
 
-def energies(model, state) -> dict:
+def energies(model, state, totals=None) -> dict:
     """Energy by kind: ``kinetic_translational``, ``kinetic_rotational``, the potential
-    energies of :func:`potential_energies`, and ``total``."""
-    e = {
-        "kinetic_translational": kinetic_energy_translational(model, state),
-        "kinetic_rotational": kinetic_energy_rotational(model, state),
-    }
-    e.update(potential_energies(model, state))
+    energies of :func:`potential_energies`, and ``total``. ``totals``: the result of
+    ``model.diagnostics(state)`` if already computed."""
+    d = model.diagnostics(state) if totals is None else totals
+    e = {"kinetic_translational": d["kinetic_translational"], "kinetic_rotational": d["kinetic_rotational"]}
+    for f in model.forces:
+        for k in f.energy_keys:
+            e[k] = d[k]
     e["total"] = float(sum(e.values()))
     return e
+
+
+def released_energy(model, state) -> float:
+    """Energy the broken bonds had when they broke; ``total + released`` is what the
+    scheme conserves when bonds break."""
+    return model.diagnostics(state)["U_released"] if model.n_bonds else 0.0
 
 
 def broken_bonds(model, state) -> int:

@@ -29,7 +29,12 @@ import numpy as np
 
 from . import rotations
 from .backend import Backend, resolve_backend
+from kernels.layout import DIAGNOSTICS, Dynamics, Particles
+
 from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
+from .forces.bonds import empty_bond_args
+from .forces.contacts import no_contact_args, no_wall_args
+from .forces.fields import field_args
 from .state import State
 
 #: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.
@@ -299,15 +304,11 @@ class ModelBuilder:
         if self._gravity is not None:
             forces.append(UniformGravity(be, self._gravity))
         if self._pendula:
-            verticals = {tuple(p[3]) for p in self._pendula}
-            for e in verticals:
-                group = [p for p in self._pendula if tuple(p[3]) == e]
-                idx = cat([p[0] for p in group])
-                forces.append(
-                    PendulumPotential(
-                        be, idx, cat([p[1] for p in group]), mass[idx] * cat([p[2] for p in group]), e, dtype=dtype
-                    )
-                )
+            idx = cat([p[0] for p in self._pendula])
+            vertical = cat([np.broadcast_to(p[3], (len(p[0]), 3)) for p in self._pendula])
+            mg = mass[idx] * cat([p[2] for p in self._pendula])
+            rho0 = cat([p[1] for p in self._pendula])
+            forces.append(PendulumPotential(be, self._n, idx, rho0, mg, vertical, dtype=dtype))
         x0, q0 = cat(self._x), cat(self._q)
         bonds = None
         if len(self._bond_keys) > 1:
@@ -355,20 +356,36 @@ class ModelBuilder:
 
 
 class Model:
-    """Fixed per-particle parameters and interaction families on one backend."""
+    """Fixed per-particle parameters and interaction families on one backend.
+
+    =============  ========  ===================================================
+    ``n``          int       number of particles ``N``
+    ``n_bonds``    int       number of bonds ``B``
+    ``mass``       (N,)      particle mass [mass]
+    ``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²]
+    ``radius``     (N,)      radius [length]
+    ``forces``     list      interaction families (:mod:`granular.forces`)
+    ``bonds``                the :class:`~granular.forces.Bonds` family or ``None``
+    ``backend``              the :class:`~granular.backend.Backend` of every array
+    ``dtype``                float64 (default) or float32
+    =============  ========  ===================================================
+    """
 
     def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None):
         xp = backend.xp
         self.bonds = bonds
         self.n_bonds = 0 if bonds is None else bonds.count
         self.backend = backend
-        self.dtype = dtype
+        self.dtype = np.dtype(dtype)
         self.n = len(mass)
         self.mass = xp.asarray(mass, dtype=dtype)
         self.inertia = xp.asarray(inertia, dtype=dtype)
         self.radius = xp.asarray(radius, dtype=dtype)
         self.forces = list(forces)
         self._initial = initial  # host arrays (x, v, q, omega)
+        self._static_args = None
+        self._diag_rows = None
+        self._zeros = None
 
     def state(self) -> State:
         """A new state at the model's initial conditions (forces not yet evaluated)."""
@@ -381,6 +398,85 @@ class Model:
             if f.kind == kind:
                 return f
         return None
+
+    # ------------------------------------------------------------ kernel arguments
+
+    def kernel_args(self) -> dict:
+        """The argument bundles of :mod:`kernels.layout` (device views): ``par``,
+        ``bonds``, ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (new arrays
+        after a neighbour-list regrow)."""
+        be, dt = self.backend, self.dtype
+        if self._static_args is None:
+            dev = be.kernels.to_device
+            bonds = self.bonds.kernel_args() if self.bonds is not None else empty_bond_args(be, self.n, dt)
+            walls = self.force("walls")
+            self._static_args = {
+                "par": Particles(dev(self.mass), dev(self.inertia), dev(self.radius)),
+                "bonds": bonds,
+                "walls": walls.kernel_args() if walls is not None else no_wall_args(be, dt),
+                "fields": field_args(be, self.n, self.force("gravity"), self.force("pendulum"), dt),
+            }
+        contacts = self.force("contacts")
+        pair = contacts.kernel_args() if contacts is not None else no_contact_args(be, dt)
+        return dict(self._static_args, contacts=pair[0], grid=pair[1])
+
+    def dynamics(self, cfg) -> Dynamics:
+        """The ``Dynamics`` bundle of a state or configuration ``cfg`` (an object with
+        ``x``, ``q``, ``F``, ``RM``, ``broken`` and optionally ``v``, ``omega``,
+        ``released``; missing velocities count as zero)."""
+        dev = self.backend.kernels.to_device
+        if self._zeros is None:
+            xp = self.backend.xp
+            self._zeros = (xp.zeros((self.n, 3), dtype=self.dtype), xp.zeros(self.n_bonds, dtype=self.dtype))
+        v = getattr(cfg, "v", None)
+        omega = getattr(cfg, "omega", None)
+        released = getattr(cfg, "released", None)
+        return Dynamics(
+            dev(cfg.x), dev(self._zeros[0] if v is None else v), dev(cfg.q), dev(self._zeros[0] if omega is None else omega),
+            dev(cfg.F), dev(cfg.RM), dev(cfg.broken), dev(self._zeros[1] if released is None else released),
+        )  # fmt: skip
+
+    def accumulate_family(self, family: int, cfg) -> None:
+        """Add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""
+        a = self.kernel_args()
+        kern = self.backend.kernels
+        kern.set_stream(0)
+        kern.family_forces(family, self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+
+    # ----------------------------------------------------------------- diagnostics
+
+    def diagnostics_rows(self, cfg):
+        """Per-particle diagnostics (backend array (N, len(DIAGNOSTICS)), the model's
+        dtype): kinetic energies, potential energies by kind, momenta, broken bonds and
+        released energy (:data:`kernels.layout.DIAGNOSTICS`). A neighbour list is
+        brought up to date for ``cfg.x`` first."""
+        contacts = self.force("contacts")
+        if contacts is not None:
+            contacts.ensure_list(cfg.x)
+        if self._diag_rows is None:
+            self._diag_rows = self.backend.xp.zeros((self.n, len(DIAGNOSTICS)), dtype=self.dtype)
+        a = self.kernel_args()
+        kern = self.backend.kernels
+        kern.set_stream(0)
+        kern.diagnostics(self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"],
+                         kern.to_device(self._diag_rows))  # fmt: skip
+        return self._diag_rows
+
+    def diagnostics(self, cfg) -> dict:
+        """Totals over particles of :meth:`diagnostics_rows` (host floats, one read-back),
+        summed in float64."""
+        rows = self.diagnostics_rows(cfg)
+        sums = self.backend.to_host(rows.sum(axis=0, dtype=np.float64))
+        return {name: float(sums[k]) for k, name in enumerate(DIAGNOSTICS)}
+
+    def family_energies(self, keys, cfg) -> dict:
+        d = self.diagnostics(cfg)
+        return {k: d[k] for k in keys}
+
+    def potential_energies(self, cfg) -> dict:
+        """``U_<kind>`` of every family the model has, at ``cfg``."""
+        d = self.diagnostics(cfg)
+        return {k: d[k] for f in self.forces for k in f.energy_keys}
 
     def __repr__(self) -> str:
         kinds = ", ".join(f.kind for f in self.forces) or "none"

@@ -1,17 +1,20 @@
-"""Contact candidates in O(N): a Verlet neighbour list built from a cell list.
+"""Contact candidates in O(N): a Verlet neighbour list built on a hash grid, in place.
 
-Each particle keeps the list of every other particle closer than ``r_i + r_j + skin``
-(both directions, so the contact kernel gathers without atomics). The list stays valid
-while no particle has moved more than ``skin/2`` from where it was at the last build:
-then a pair within contact range now was within ``r_i + r_j + skin`` at the build. The
-check costs one reduction per force evaluation; a rebuild bins the particles into cubic
-cells at least one cutoff wide (sorted by cell with the backend's ``argsort``) and scans
-the 27 cells around each particle (:func:`kernels.interactions.build`,
-``neighbor_build_body``).
+Each particle keeps the sorted list of every other particle closer than
+``r_i + r_j + skin`` (both directions, so the contact kernel gathers without atomics).
+The list stays valid while no particle has moved more than ``skin/2`` from where it was
+at the last build: then a pair within contact range now was within ``r_i + r_j + skin``
+at the build. The step kernels check that bound for every particle at every step (a
+status bit), and the block loop of :mod:`granular.integrators.engine` rebuilds the list
+on the device at the start of a block when the displacements measured at the end of the
+previous one say it is due. How the build works is in :mod:`kernels.grid`: cells one
+cutoff wide, hashed into a fixed number of buckets, so a build is three launches in
+fixed arrays, no host round trip, no sort and no bounding box.
 
-Capacity: the list is a fixed ``(N, capacity)`` int32 array. The build writes the true
-count of every particle; if any exceeds the capacity the host grows it (to 1.5× the
-largest count) and builds again, so no candidate is ever dropped.
+Capacity: the list is a fixed ``(N, capacity)`` int32 array and each bucket holds at most
+``depth`` particles. A build reports the largest row and bucket it found; when either
+exceeds the arrays, the host grows them (to 1.5× what was found) and builds again, so no
+candidate is ever dropped.
 """
 
 from __future__ import annotations
@@ -20,100 +23,121 @@ import math
 
 import numpy as np
 
-#: The grid has at most this many cells per particle (plus a floor); sparse scenes get
-#: coarser cells instead of a huge, mostly empty grid.
-CELLS_PER_PARTICLE = 4
+from kernels.laws import CONTACTS_LIST
+from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
-#: A system wider than this many contact cutoffs is taken as blown up (a loud error).
-MAX_SPAN = 1e9
+#: Initial particles per bucket; the buckets number the next power of two >= N.
+BUCKET_DEPTH = 8
+
+
+def _buckets_for(n: int) -> int:
+    return 1 << max(6, int(math.ceil(math.log2(max(n, 1)))))
 
 
 class NeighborList:
     """Verlet list over all particles; see the module docstring.
 
-    Arrays (backend): ``nbr`` (N, capacity) int32 neighbour indices; ``count`` (N,) int32;
-    ``x_ref`` (N, 3) positions at the last build.
+    Arrays (backend): ``nbr`` (N, capacity) int32 neighbour indices, rows sorted;
+    ``count`` (N,) int32; ``x_ref`` (N, 3) positions at the last build; ``bucket_count``
+    (buckets,) int32 and ``members`` (buckets, depth) int32, the hash grid.
+    ``builds`` counts builds, ``regrows`` capacity increases; ``generation`` changes
+    whenever the arrays are replaced (a bound :class:`kernels.program.Program` must be
+    rebound) and ``version`` whenever the list is rebuilt outside a block.
     """
 
     def __init__(self, backend, radius, skin: float, capacity: int = 16):
         if not (skin >= 0 and math.isfinite(skin)):
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
-        xp = backend.xp
         self.backend = backend
         self.radius = radius
         self.n = int(radius.shape[0])
+        self.dtype = np.dtype(radius.dtype)
         self.skin = float(skin)
-        self.max_radius = float(radius.max())
+        self.max_radius = float(backend.to_host(radius).max())
+        self.cutoff = 2.0 * self.max_radius + self.skin
+        self.inv_cell = self.dtype.type(1.0 / self.cutoff)
         self.capacity = max(1, int(capacity))
-        self.nbr = xp.zeros((self.n, self.capacity), dtype=np.int32)
+        self.depth = BUCKET_DEPTH
+        self.buckets = _buckets_for(self.n)
+        xp = backend.xp
         self.count = xp.zeros(self.n, dtype=np.int32)
-        self.x_ref = xp.zeros((self.n, 3), dtype=radius.dtype)
-        self.valid = False
+        self.x_ref = xp.zeros((self.n, 3), dtype=self.dtype)
+        self.bucket_count = xp.zeros(self.buckets, dtype=np.int32)
+        self._report = xp.zeros(REPORT_SIZE, dtype=np.float64)
         self.builds = 0
         self.regrows = 0
+        self.generation = 0
+        self.version = 0
+        self._allocate(self.capacity, self.depth)
+
+    def _allocate(self, capacity, depth) -> None:
+        xp = self.backend.xp
+        self.capacity, self.depth = int(capacity), int(depth)
+        self.nbr = xp.zeros((self.n, self.capacity), dtype=np.int32)
+        self.members = xp.zeros((self.buckets, self.depth), dtype=np.int32)
+        self.generation += 1
+        self._bundles = None
+        self.valid = False
+
+    def bundles(self, kpp, mode):
+        """The ``Contacts`` and ``Grid`` argument bundles (device views) for ``mode``
+        :data:`kernels.laws.CONTACTS_LIST`, with stiffness ``kpp`` (a scalar of the
+        run's dtype)."""
+        if self._bundles is None or self._bundles[0].kpp != kpp:
+            dev = self.backend.kernels.to_device
+            half = self.dtype.type(0.5 * self.skin)
+            contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
+                                self.dtype.type(self.skin), half * half)  # fmt: skip
+            grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members))
+            self._bundles = (contacts, grid)
+        return self._bundles
+
+    def overflowed(self, report) -> bool:
+        """Whether a build that wrote ``report`` outgrew the arrays; if so they are
+        grown (to 1.5× the largest row or bucket found) and must be built again."""
+        rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
+        if rows <= self.capacity and fill <= self.depth:
+            return False
+        capacity = max(self.capacity, int(math.ceil(1.5 * rows)) + 1) if rows > self.capacity else self.capacity
+        depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
+        self._allocate(capacity, depth)
+        self.regrows += 1
+        return True
+
+    def build(self, x) -> None:
+        """Build the list at ``x`` now (eager; the host waits for the result and grows the
+        arrays as long as something overflowed)."""
+        kern = self.backend.kernels
+        while True:
+            contacts, grid = self.bundles(self.dtype.type(0.0), CONTACTS_LIST)
+            self._report.fill(0.0)
+            kern.set_stream(0)
+            kern.rebuild(kern.to_device(x), kern.to_device(self.radius), contacts, grid, kern.to_device(self._report))
+            if not self.overflowed(self.backend.to_host(self._report)):
+                break
+        self.valid = True
+        self.builds += 1
+        self.version += 1
+
+    def moved(self, x) -> float:
+        """Largest displacement since the last build (inf if never built)."""
+        if not self.valid:
+            return math.inf
+        d = x - self.x_ref
+        with np.errstate(over="ignore", invalid="ignore"):
+            worst = float((d * d).sum(axis=1).max()) if self.n else 0.0
+        return math.sqrt(worst) if worst == worst else math.inf
 
     def update(self, x) -> bool:
         """Rebuild if a particle moved more than ``skin/2`` since the last build (or never
         built); returns whether it rebuilt."""
-        if self.valid and self.n:
-            d = x - self.x_ref
-            with np.errstate(over="ignore", invalid="ignore"):  # a blown-up state rebuilds and fails there
-                moved = float((d * d).sum(axis=1).max())
-            if moved <= (0.5 * self.skin) ** 2:
-                return False
+        if self.moved(x) <= 0.5 * self.skin:
+            return False
         self.build(x)
         return True
 
     def invalidate(self) -> None:
         self.valid = False
-
-    def build(self, x) -> None:
-        xp = self.backend.xp
-        n = self.n
-        cutoff = 2.0 * self.max_radius + self.skin
-        lo = self.backend.to_host(x.min(axis=0)).astype(np.float64)
-        hi = self.backend.to_host(x.max(axis=0)).astype(np.float64)
-        with np.errstate(over="ignore", invalid="ignore"):
-            extent = np.maximum(hi - lo, 0.0)
-            span = extent / cutoff
-        if not (np.isfinite(span).all() and (span <= MAX_SPAN).all()):
-            from .integrators import NonFiniteError
-
-            raise NonFiniteError(
-                f"neighbour search: the particles span {span.max():.3g} contact cutoffs (allowed at most "
-                f"{MAX_SPAN:g}); positions are not finite or the state has blown up. The state is unchanged; "
-                "reduce the step."
-            )
-        cell = cutoff
-        dims = np.floor(extent / cell).astype(np.int64) + 1
-        limit = max(CELLS_PER_PARTICLE * n, 64)
-        while int(np.prod(dims)) > limit:  # coarser cells for sparse scenes
-            cell *= 1.5
-            dims = np.floor(extent / cell).astype(np.int64) + 1
-        inv_cell = 1.0 / cell
-        origin = xp.asarray(lo)
-        ijk = xp.floor((x - origin) * inv_cell).astype(np.int64)
-        dims_dev = xp.asarray(dims)
-        ijk = xp.minimum(xp.maximum(ijk, 0), dims_dev - 1)
-        lin = (ijk[:, 2] * int(dims[1]) + ijk[:, 1]) * int(dims[0]) + ijk[:, 0]
-        order = xp.argsort(lin, kind="stable")
-        sorted_lin = lin[order]
-        cells = xp.arange(int(np.prod(dims)), dtype=np.int64)
-        cell_start = xp.searchsorted(sorted_lin, cells, side="left")
-        cell_end = xp.searchsorted(sorted_lin, cells, side="right")
-        kern = self.backend.kernels
-        while True:
-            kern.neighbor_build(x, self.radius, self.skin, origin, inv_cell, dims_dev, order, cell_start, cell_end,
-                                self.nbr, self.count)  # fmt: skip
-            most = int(self.count.max()) if n else 0
-            if most <= self.capacity:
-                break
-            self.capacity = int(math.ceil(1.5 * most))
-            self.nbr = xp.zeros((n, self.capacity), dtype=np.int32)
-            self.regrows += 1
-        self.x_ref[...] = x
-        self.valid = True
-        self.builds += 1
 
     def pairs(self) -> np.ndarray:
         """Host array (P, 2) of the listed pairs ``i < j`` (for tests and analysis)."""
@@ -125,4 +149,4 @@ class NeighborList:
 
     @property
     def bytes(self) -> int:
-        return int(self.nbr.nbytes + self.count.nbytes + self.x_ref.nbytes)
+        return int(sum(a.nbytes for a in (self.nbr, self.count, self.x_ref, self.bucket_count, self.members)))

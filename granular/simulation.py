@@ -121,15 +121,21 @@ def frame_data(model, state):
 
 
 def series_row(model, state) -> dict:
-    """One ``series.csv`` row: energies, momenta, invariants and (small systems) states."""
+    """One ``series.csv`` row: energies, momenta, invariants and (small systems) states.
+
+    Energies, momenta and bond counts come from one fused diagnostics kernel and one
+    read-back. With bonds that can break, ``U_released`` is the energy the broken bonds
+    had when they broke (``total + U_released`` is conserved)."""
+    totals = model.diagnostics(state)
     row = {"time": state.time, "step": float(state.step)}
-    row.update(diag.energies(model, state))
-    P, L = diag.linear_momentum(model, state), diag.angular_momentum(model, state)
-    for c, a in enumerate("xyz"):
-        row[f"P_{a}"] = float(P[c])
-    for c, a in enumerate("xyz"):
-        row[f"L_{a}"] = float(L[c])
-    row["broken_bonds"] = float(diag.broken_bonds(model, state))
+    row.update(diag.energies(model, state, totals))
+    for a in "xyz":
+        row[f"P_{a}"] = totals[f"P_{a}"]
+    for a in "xyz":
+        row[f"L_{a}"] = totals[f"L_{a}"]
+    row["broken_bonds"] = totals["broken_bonds"]
+    if model.bonds is not None and model.bonds.can_break:
+        row["U_released"] = totals["U_released"]
     if model.force("pendulum") is not None:
         dot, norm = diag.pendulum_invariants(model, state)
         for k in range(min(len(dot), SMALL_SYSTEM)):
@@ -145,28 +151,68 @@ def series_row(model, state) -> dict:
     return row
 
 
-STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken")
+STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released")
 
 
 def state_arrays(model, state) -> dict:
+    """Host copies of every state array and the clock (for a checkpoint)."""
     be = model.backend
     out = {k: be.to_host(getattr(state, k)).copy() for k in STATE_ARRAYS}
-    out["clock"] = np.array([state.time], dtype=np.float64)
-    out["counters"] = np.array([state.step, int(state.forces_valid)], dtype=np.int64)
+    c = state.clock
+    origin = (state.time, state.step, 0.0) if c is None else c[:3]
+    out["clock"] = np.array([state.time, origin[0], origin[2]], dtype=np.float64)
+    out["counters"] = np.array([state.step, int(state.forces_valid), origin[1]], dtype=np.int64)
     return out
 
 
 def restore_state(model, state, arrays) -> None:
+    """Put the arrays and clock of :func:`state_arrays` back into ``state``."""
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
+        if k not in arrays and k == "released":  # checkpoints from before released energy was kept
+            target[...] = 0
+            continue
         if arrays[k].shape != target.shape or arrays[k].dtype != target.dtype:
             raise ValueError(f"checkpoint: array {k!r} has shape {arrays[k].shape} {arrays[k].dtype}, "
                              f"the scene's model needs {target.shape} {target.dtype}")  # fmt: skip
         target[...] = be.asarray(arrays[k])
-    state.time = float(arrays["clock"][0])
-    state.step = int(arrays["counters"][0])
-    state.forces_valid = bool(arrays["counters"][1])
+    clock, counters = arrays["clock"], arrays["counters"]
+    state.time = float(clock[0])
+    state.step = int(counters[0])
+    state.forces_valid = bool(counters[1])
+    state.clock = None
+    if len(clock) >= 3 and len(counters) >= 3 and clock[2] > 0:
+        state.clock = (float(clock[1]), int(counters[2]), float(clock[2]), (state.time, state.step))
+
+
+def _next_multiple(k: int, every: int) -> int:
+    """The smallest multiple of ``every`` greater than ``k``."""
+    return (k // every + 1) * every
+
+
+class Chunker:
+    """How many steps to advance between looks at the clock: about ``seconds`` of work at
+    the rate measured so far (at least one step)."""
+
+    def __init__(self, seconds: float = 0.5):
+        self.seconds = seconds
+        self.rate = None
+        self._t0 = None
+
+    def steps(self, wanted: int) -> int:
+        if self.rate is None:
+            return min(wanted, 1)
+        return max(1, min(wanted, int(self.rate * self.seconds)))
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def done(self, n: int) -> None:
+        dt = time.perf_counter() - self._t0
+        if dt > 0:
+            rate = n / dt
+            self.rate = rate if self.rate is None else 0.5 * (self.rate + rate)
 
 
 class Simulation:
@@ -237,9 +283,19 @@ class Simulation:
         started = time.perf_counter()
         interrupted = False
         failure = None
+        chunk = Chunker()
         try:
             while state.step < total_steps:
-                self.integrator.step(model, state, dt)
+                # Advance in device-resident blocks up to the next output event (or a
+                # chunk of about half a second, so progress and signals stay responsive).
+                k0 = state.step
+                events = [total_steps, _next_multiple(k0, series_every), _next_multiple(k0, frame_every)]
+                if ckpt_every:
+                    events.append(_next_multiple(k0, ckpt_every))
+                n = chunk.steps(min(events) - k0)
+                chunk.start()
+                self.integrator.advance(model, state, dt, n)
+                chunk.done(n)
                 k = state.step
                 if k % series_every == 0 or k == total_steps:
                     series.append(series_row(model, state))

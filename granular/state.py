@@ -12,17 +12,24 @@ default), in consistent units of length, time and mass:
 ``F``          (N, 3)       total force at the current configuration [mass·length/time²]
 ``RM``         (N, 3)       total spatial moment at the current configuration
                             [mass·length²/time²]
-``status``     (N,) int32   per-particle code of the last step (0 = fine)
 ``broken``     (B,) int8    1 for each bond that has broken (B bonds; 0 = intact)
+``released``   (B,)         energy each broken bond had when it broke [energy]
+``status``     (N,) int32   failure bits of each particle in the last block of steps
+                            (0 = fine; see :mod:`kernels.layout`)
 =============  ===========  ==========================================================
 
-The total orientation is kept as a unit quaternion, not as RRP, because RRP are
-singular at a half turn and a particle in an impact spins through many turns
-(``PAPER_NOTES.md``); :attr:`State.alpha` gives the RRP view on demand.
+plus the clock: ``time`` and ``step``, and ``forces_valid`` (whether ``F`` and ``RM``
+belong to the current ``x`` and ``q``; set it to ``False`` after editing positions or
+orientations by hand).
 
-The integrators double-buffer: a step writes the new state into a second set of arrays
-and swaps them in only when every particle passed its checks, so a failed step leaves
-the state as it was. Hold on to the ``State``, not to its arrays, across steps.
+The total orientation is kept as a unit quaternion, not as RRP, because RRP are
+singular at a half turn and a particle in an impact spins through many turns;
+:attr:`State.alpha` gives the RRP view on demand.
+
+The integrators update the arrays in place. A block of steps saves the state at its
+start on the device and restores it if any check fails, so a failed step leaves the state
+exactly as it was before that step. Hold on to the ``State``, not to copies of its
+attributes, across steps.
 """
 
 from __future__ import annotations
@@ -30,19 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import rotations
-
-_SWAPPED = ("x", "v", "q", "omega", "F", "RM", "broken")
-
-
-@dataclass
-class _Buffers:
-    x: object
-    v: object
-    q: object
-    omega: object
-    F: object
-    RM: object
-    broken: object
 
 
 @dataclass
@@ -57,46 +51,34 @@ class State:
     RM: object
     status: object
     broken: object
+    released: object = None
     time: float = 0.0
     step: int = 0
     forces_valid: bool = False  # F and RM belong to the current x and q
-    _back: _Buffers = field(default=None, repr=False)
+    #: ``(t0, step0, h, (time, step))``: the integrator sets ``time = t0 + (step - step0) h``
+    #: and notes the ``(time, step)`` it wrote; a clock changed by hand starts a new origin.
+    clock: tuple = None
+    _engine: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0) -> "State":
         """A state with copies of the given initial arrays, zero forces, intact bonds."""
-
-        def new(cols):
-            return xp.zeros((n, cols), dtype=dtype)
-
-        state = cls(
+        return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
             q=xp.array(q, dtype=dtype),
             omega=xp.array(omega, dtype=dtype),
-            F=new(3),
-            RM=new(3),
+            F=xp.zeros((n, 3), dtype=dtype),
+            RM=xp.zeros((n, 3), dtype=dtype),
             status=xp.zeros(n, dtype=xp.int32),
             broken=xp.zeros(n_bonds, dtype=xp.int8),
+            released=xp.zeros(n_bonds, dtype=dtype),
         )
-        state._back = _Buffers(new(3), new(3), new(4), new(3), new(3), new(3), xp.zeros(n_bonds, dtype=xp.int8))
-        return state
 
     @property
     def n(self) -> int:
+        """Number of particles ``N``."""
         return self.x.shape[0]
-
-    @property
-    def back(self) -> _Buffers:
-        """The second set of arrays a step writes into."""
-        return self._back
-
-    def swap(self) -> None:
-        """Exchange the current arrays with the back buffers (the step's commit)."""
-        for name in _SWAPPED:
-            cur = getattr(self, name)
-            setattr(self, name, getattr(self._back, name))
-            setattr(self._back, name, cur)
 
     @property
     def alpha(self):
@@ -115,5 +97,6 @@ class State:
         new.F[...] = self.F
         new.RM[...] = self.RM
         new.broken[...] = self.broken
-        new.time, new.step, new.forces_valid = self.time, self.step, self.forces_valid
+        new.released[...] = self.released
+        new.time, new.step, new.forces_valid, new.clock = self.time, self.step, self.forces_valid, self.clock
         return new

@@ -1,119 +1,389 @@
-"""CPU kernels: the bodies of :mod:`kernels.particles` and :mod:`kernels.interactions`
-compiled by ``numba.njit(parallel=True)`` and run in ``prange`` loops over particles
-(deterministic: each iteration writes only its own entries). The parallel pipeline also
-optimises these loop bodies about 4x better than a plain ``njit`` compile, and costs
-nothing measurable at small N, so there is no serial variant.
+"""CPU kernels: the bodies of :mod:`kernels.particles`, :mod:`kernels.interactions` and
+:mod:`kernels.grid` compiled by ``numba.njit``, each looping over a range of particles
+(or bonds) and writing only their own rows: deterministic, and the same bits whether a
+loop runs on one thread or many.
 
-Every launcher has the same signature as its twin in :mod:`kernels.cuda`.
+Each loop is a serial function over ``[lo, hi)``; the parallel launch splits the rows
+into chunks handed to threads by ``prange`` (:func:`_chunks`). Systems smaller than
+:data:`SERIAL_BELOW` run on one thread: waking the thread pool costs more than their
+work, and on a loaded machine a parallel region can wait a whole scheduler time slice for
+a descheduled thread. A block of ``K`` steps is one compiled call (:func:`steps`): the
+interpreter is not involved between steps.
+
+Compiled without Numba's reference counting (``_nrt=False``; nothing here allocates):
+with it, every field read from an argument bundle costs an atomic increment and
+decrement, which made the loops 5-30x slower. Two more choices come from measurement:
+the loops call range functions instead of inlining the bodies into ``prange`` loops
+(Numba 0.68 loses writes made through named-tuple fields inside a ``prange`` body), and
+bonds are evaluated once each in a per-bond pass, then gathered per particle
+(:data:`PER_BOND_PASS`; each end evaluating its bonds itself is 2-3x slower per bond here
+because of the scattered reads).
+
+The launchers have the names and arguments of their twins in :mod:`kernels.cuda`
+(:class:`kernels.program.Program` drives both).
 """
 
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
-from . import interactions, particles
+from . import grid, interactions, particles
 from .cache import keyed_cache
+from .layout import (
+    BIT_NOT_FINITE,
+    BIT_ROTATION,
+    BIT_SKIN,
+    FAMILY_BONDS,
+    REPORT_BUCKET,
+    REPORT_DISPLACEMENT2,
+    REPORT_NEIGHBORS,
+    REPORT_NOT_FINITE,
+    REPORT_ROTATION,
+    REPORT_SKIN,
+    REPORT_SPEED2,
+)
+
+#: Systems with fewer particles (or bonds) run on one thread.
+SERIAL_BELOW = 512
+
+#: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
+PER_BOND_PASS = True
+
+name = "cpu"
+simulated = False
 
 # Every function compiled below is cached under a directory keyed by the kernel sources.
 _cache = keyed_cache().__enter__()
 
-# Laws and bodies are inlined at Numba IR level into each loop: LLVM does not inline
-# across separately compiled functions returning tuples, and the calls cost ~4x on the
-# bond kernel.
+# Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
+# inline across separately compiled functions returning tuples.
 _jit = njit(inline="always")
-B = particles.build(_jit)
-I = interactions.build(_jit, B)
+_P = particles.build(_jit)
+_I = interactions.build(_jit, _P)
+_G = grid.build(_jit)
 
-_advance_body = B.advance_body
-_finish_body = B.finish_body
-_gravity_body = B.gravity_body
-_pendulum_body = B.pendulum_body
-_bond_eval_body = I.bond_eval_body
-_bond_gather_body = I.bond_gather_body
-_bond_energy_body = I.bond_energy_body
-_bond_break_body = I.bond_break_body
-_contact_allpairs_body = I.contact_allpairs_body
-_wall_body = I.wall_body
-_contact_list_body = I.contact_list_body
-_neighbor_build_body = I.neighbor_build_body
+_advance_body = _P.advance_body
+_forces_body = _I.forces_body
+_bond_eval_body = _I.bond_eval_body
+_save_body = _P.save_body
+_family_forces_body = _I.family_forces_body
+_diagnostics_body = _I.diagnostics_body
+_bond_measures_body = _I.bond_measures_body
+_build_body = _G.build_body
+_report_values = _P.report_values
+_bucket_of = _G.bucket_of
 
-name = "cpu"
-
-
-@njit(parallel=True, cache=True)
-def advance(scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
-    for i in prange(x.shape[0]):
-        _advance_body(i, scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status)
+_kernel = njit(cache=True, _nrt=False)
+_parallel = njit(parallel=True, cache=True, _nrt=False)
 
 
-@njit(parallel=True, cache=True)
-def finish(scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
-    for i in prange(x1.shape[0]):
-        _finish_body(i, scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status)
+@_kernel
+def _chunk(c, nchunks, n):
+    """Rows ``[lo, hi)`` of chunk ``c`` of ``nchunks`` over ``n`` rows."""
+    size = (n + nchunks - 1) // nchunks
+    lo = c * size
+    return lo, min(n, lo + size)
 
 
-@njit(parallel=True, cache=True)
-def gravity(m, g1, g2, g3, F):
-    for i in prange(F.shape[0]):
-        _gravity_body(i, m, g1, g2, g3, F)
+# --------------------------------------------------------------- range functions
 
 
-@njit(parallel=True, cache=True)
-def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
-    for k in prange(index.shape[0]):
-        _pendulum_body(k, index, rho0, mg, e1, e2, e3, q, RM, U)
+@_kernel
+def _advance_range(lo, hi, scheme, h, dyn, par, contacts, status):
+    for i in range(lo, hi):
+        _advance_body(i, scheme, h, dyn, par, contacts, status)
 
 
-@njit(parallel=True, cache=True)
-def _bond_eval(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
-    for k in prange(bond_a.shape[0]):
-        _bond_eval_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+@_kernel
+def _bond_eval_range(lo, hi, update, dyn, bonds):
+    for k in range(lo, hi):
+        _bond_eval_body(k, update, dyn, bonds)
 
 
-@njit(parallel=True, cache=True)
-def _bond_gather(offsets, incident, bond_a, out, F, RM):
-    for i in prange(F.shape[0]):
-        _bond_gather_body(i, offsets, incident, bond_a, out, F, RM)
+@_kernel
+def _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    for i in range(lo, hi):
+        _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out, F, RM):
-    """Both passes: evaluate every bond into ``out`` (B, 9), then gather per particle."""
-    _bond_eval(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
-    _bond_gather(offsets, incident, bond_a, out, F, RM)
+@_kernel
+def _save_range(lo, hi, src, dst):
+    for i in range(lo, hi):
+        _save_body(i, src, dst)
 
 
-@njit(parallel=True, cache=True)
-def bond_energies(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
-    for k in prange(bond_a.shape[0]):
-        _bond_energy_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+@_kernel
+def _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields):
+    for i in range(lo, hi):
+        _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
 
 
-@njit(parallel=True, cache=True)
-def bond_break(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
-    for k in prange(bond_a.shape[0]):
-        _bond_break_body(k, x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out)
+@_kernel
+def _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out):
+    for i in range(lo, hi):
+        _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
 
 
-@njit(parallel=True, cache=True)
-def contacts_allpairs(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
-    for i in prange(x.shape[0]):
-        _contact_allpairs_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U)
+@_kernel
+def _bond_measures_range(lo, hi, dyn, bonds, out):
+    for k in range(lo, hi):
+        _bond_measures_body(k, dyn, bonds, out)
 
 
-@njit(parallel=True, cache=True)
-def walls(x, radius, wall_planes, kw, F, U):
-    for i in prange(x.shape[0]):
-        _wall_body(i, x, radius, wall_planes, kw, F, U)
+@_kernel
+def _build_range(lo, hi, x, radius, contacts, grid):
+    for i in range(lo, hi):
+        _build_body(i, x, radius, contacts, grid)
 
 
-@njit(parallel=True, cache=True)
-def contacts_list(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
-    for i in prange(x.shape[0]):
-        _contact_list_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U)
+# ----------------------------------------------------- whole steps, one call per block
 
 
-@njit(parallel=True, cache=True)
-def neighbor_build(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
-    for i in prange(x.shape[0]):
-        _neighbor_build_body(i, x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count)
+@_kernel
+def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+    for _ in range(nsteps):
+        _advance_range(0, n, scheme, h, dyn, par, contacts, status)
+        _bond_eval_range(0, nb, True, dyn, bonds)
+        _forces_range(0, n, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+@_parallel
+def _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+    for _ in range(nsteps):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, n)
+            _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, nb)
+            _bond_eval_range(lo, hi, True, dyn, bonds)
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, n)
+            _forces_range(lo, hi, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+# --------------------------------------------------------- parallel single passes
+
+
+@_parallel
+def _advance_parallel(nchunks, scheme, h, dyn, par, contacts, status):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+        _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+
+
+@_parallel
+def _bond_eval_parallel(nchunks, update, dyn, bonds):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, bonds.terms.shape[0])
+        _bond_eval_range(lo, hi, update, dyn, bonds)
+
+
+@_parallel
+def _forces_parallel(nchunks, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+        _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+@_parallel
+def _save_parallel(nchunks, src, dst):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, max(src.x.shape[0], src.broken.shape[0]))
+        _save_range(lo, hi, src, dst)
+
+
+@_parallel
+def _family_forces_parallel(nchunks, family, dyn, par, bonds, contacts, walls, fields):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+        _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields)
+
+
+@_parallel
+def _diagnostics_parallel(nchunks, dyn, par, bonds, contacts, walls, fields, out):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+        _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out)
+
+
+@_parallel
+def _bond_measures_parallel(nchunks, dyn, bonds, out):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, bonds.a.shape[0])
+        _bond_measures_range(lo, hi, dyn, bonds, out)
+
+
+@_parallel
+def _build_parallel(nchunks, x, radius, contacts, grid):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, x.shape[0])
+        _build_range(lo, hi, x, radius, contacts, grid)
+
+
+# ------------------------------------------------------------------ other kernels
+
+
+@_kernel
+def block_start(status, report):
+    """Clear the status bits and the report (the start of a block)."""
+    status[:] = 0
+    report[:] = 0.0
+
+
+@_kernel
+def report(dyn, contacts, status, out):
+    """Reduce the block's per-particle results into ``out`` (``REPORT_*`` slots): which
+    failures occurred, the largest displacement since the last neighbour build and the
+    largest speed (squared)."""
+    bits = 0
+    d2max = 0.0
+    v2max = 0.0
+    for i in range(dyn.x.shape[0]):
+        b, d2, v2 = _report_values(i, dyn, contacts, status)
+        bits |= b
+        d2max = max(d2max, d2)
+        v2max = max(v2max, v2)
+    out[REPORT_ROTATION] = 1.0 if bits & BIT_ROTATION else 0.0
+    out[REPORT_NOT_FINITE] = 1.0 if bits & BIT_NOT_FINITE else 0.0
+    out[REPORT_SKIN] = 1.0 if bits & BIT_SKIN else 0.0
+    out[REPORT_DISPLACEMENT2] = d2max
+    out[REPORT_SPEED2] = v2max
+
+
+@_kernel
+def _grid_bin(x, grid):
+    """Serial counting pass of every particle into its bucket (deterministic order)."""
+    grid.bucket_count[:] = 0
+    depth = grid.members.shape[1]
+    most = 0
+    for i in range(x.shape[0]):
+        b = _bucket_of(i, x, grid)
+        slot = grid.bucket_count[b]
+        if slot < depth:
+            grid.members[b, slot] = i
+        grid.bucket_count[b] = slot + 1
+        most = max(most, slot + 1)
+    return most
+
+
+@_kernel
+def _max_count(count):
+    most = 0
+    for i in range(count.shape[0]):
+        most = max(most, count[i])
+    return most
 
 
 _cache.__exit__(None, None, None)
+
+
+# ---------------------------------------------------------------------- launchers
+
+
+def _threads(n) -> int:
+    """0 for one thread, else the number of chunks for ``n`` rows."""
+    if n < SERIAL_BELOW:
+        return 0
+    return 8 * get_num_threads()
+
+
+def advance(scheme, h, dyn, par, contacts, status):
+    """First part of one step for every particle (:func:`kernels.particles.build`)."""
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _advance_parallel(c, scheme, h, dyn, par, contacts, status)
+    else:
+        _advance_range(0, dyn.x.shape[0], scheme, h, dyn, par, contacts, status)
+
+
+def _bond_pass(update, dyn, bonds):
+    """The per-bond pass before the particles gather (a no-op with an empty buffer)."""
+    nb = bonds.terms.shape[0]
+    c = _threads(nb)
+    if c:
+        _bond_eval_parallel(c, update, dyn, bonds)
+    elif nb:
+        _bond_eval_range(0, nb, update, dyn, bonds)
+
+
+def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    """Forces at the current configuration (bonds break here) and, with ``kick``, the
+    second half kick."""
+    _bond_pass(True, dyn, bonds)
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _forces_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    else:
+        _forces_range(0, dyn.x.shape[0], kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    """``nsteps`` whole steps (advance, bond pass, forces and the second kick)."""
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _steps_parallel(nsteps, c, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    else:
+        _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+def save(src, dst):
+    """Copy the ``Dynamics`` ``src`` into ``dst`` (same shapes)."""
+    n = max(src.x.shape[0], src.broken.shape[0])
+    c = _threads(n)
+    if c:
+        _save_parallel(c, src, dst)
+    else:
+        _save_range(0, n, src, dst)
+
+
+def family_forces(family, dyn, par, bonds, contacts, walls, fields):
+    """Add one interaction family's force and moment to ``dyn.F``, ``dyn.RM`` (no
+    breakage)."""
+    if family == FAMILY_BONDS:
+        _bond_pass(False, dyn, bonds)
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _family_forces_parallel(c, family, dyn, par, bonds, contacts, walls, fields)
+    else:
+        _family_forces_range(0, dyn.x.shape[0], family, dyn, par, bonds, contacts, walls, fields)
+
+
+def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
+    """Per-particle diagnostics rows into ``out`` (N, len(DIAGNOSTICS))."""
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _diagnostics_parallel(c, dyn, par, bonds, contacts, walls, fields, out)
+    else:
+        _diagnostics_range(0, dyn.x.shape[0], dyn, par, bonds, contacts, walls, fields, out)
+
+
+def bond_measures(dyn, bonds, out):
+    """Per-bond ``(U^a, U^s, U^m, strain, |θ|)`` into ``out`` (B, 5)."""
+    c = _threads(bonds.a.shape[0])
+    if c:
+        _bond_measures_parallel(c, dyn, bonds, out)
+    else:
+        _bond_measures_range(0, bonds.a.shape[0], dyn, bonds, out)
+
+
+def rebuild(x, radius, contacts, grid, report):
+    """Build the neighbour list at ``x`` in place; the largest bucket occupancy and row
+    length go to ``report`` (the caller regrows and builds again on overflow)."""
+    most = _grid_bin(x, grid)
+    report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
+    if most <= grid.members.shape[1]:
+        c = _threads(x.shape[0])
+        if c:
+            _build_parallel(c, x, radius, contacts, grid)
+        else:
+            _build_range(0, x.shape[0], x, radius, contacts, grid)
+        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+
+
+def to_device(a):
+    """Kernel arguments on the CPU are the NumPy arrays themselves."""
+    return a
+
+
+def set_stream(stream) -> None:
+    """No streams on the CPU: every call runs to completion."""

@@ -1,193 +1,288 @@
-"""GPU kernels: the bodies of :mod:`kernels.particles` compiled by
-``numba.cuda.jit(device=True)``, one thread per particle, launched on CuPy arrays (through
-``__cuda_array_interface__``) or, under Numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``), on NumPy arrays.
+"""GPU kernels: the bodies of :mod:`kernels.particles`, :mod:`kernels.interactions` and
+:mod:`kernels.grid` compiled by ``numba.cuda.jit(device=True)``, one thread per particle
+(or bond, or bucket), launched on numba device arrays that view CuPy memory or, under
+Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), on NumPy arrays.
 
-Every launcher has the same signature as its twin in :mod:`kernels.cpu`. Launches go to
-the default stream, the one CuPy uses unless told otherwise, so they are ordered with
-CuPy's own work without extra synchronisation.
+The launchers have the names and arguments of their twins in :mod:`kernels.cpu`; they
+launch on the stream set by :func:`set_stream` (a non-blocking CuPy stream seen through
+``numba.cuda.external_stream``), so that :class:`kernels.program.Program` can capture a
+block of steps as a CUDA graph and replay it. Nothing here reads back to the host:
+reductions (the block report) end in atomics on a small device array.
 """
 
 import os
 
-from numba import cuda
+import numpy as np
+from numba import cuda, float64, int32
 
-from . import interactions, particles
+from . import grid, interactions, particles
+from .layout import (
+    FAMILY_BONDS,
+    BIT_NOT_FINITE,
+    BIT_ROTATION,
+    BIT_SKIN,
+    REPORT_BUCKET,
+    REPORT_DISPLACEMENT2,
+    REPORT_NEIGHBORS,
+    REPORT_NOT_FINITE,
+    REPORT_ROTATION,
+    REPORT_SKIN,
+    REPORT_SPEED2,
+)
 
 # The simulator runs every thread of a block as a Python thread, padding included, so
 # small blocks keep its tests fast; on hardware 256 threads per block.
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS_PER_BLOCK = 8 if SIMULATED else 256
+TPB = THREADS_PER_BLOCK
 
-B = particles.build(cuda.jit(device=True))
-I = interactions.build(cuda.jit(device=True), B)
+# Device functions are inlined into the kernels (NVVM ``alwaysinline``); the simulator's
+# decorator has no such option.
+_device = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline=True)
+_P = particles.build(_device)
+_I = interactions.build(_device, _P)
+_G = grid.build(_device)
 
-_advance_body = B.advance_body
-_finish_body = B.finish_body
-_gravity_body = B.gravity_body
-_pendulum_body = B.pendulum_body
-_bond_eval_body = I.bond_eval_body
-_bond_gather_body = I.bond_gather_body
-_bond_energy_body = I.bond_energy_body
-_bond_break_body = I.bond_break_body
-_contact_allpairs_body = I.contact_allpairs_body
-_wall_body = I.wall_body
-_contact_list_body = I.contact_list_body
-_neighbor_build_body = I.neighbor_build_body
+_advance_body = _P.advance_body
+_save_body = _P.save_body
+_report_values = _P.report_values
+_forces_body = _I.forces_body
+_family_forces_body = _I.family_forces_body
+_diagnostics_body = _I.diagnostics_body
+_bond_measures_body = _I.bond_measures_body
+_bond_eval_body = _I.bond_eval_body
+_bucket_of = _G.bucket_of
+_build_body = _G.build_body
 
 name = "cuda"
+simulated = SIMULATED
+
+#: Each end evaluates its bonds inside the force kernel (no (B, 9) buffer written and
+#: read back). ``GRANULAR_BOND_PASS=per-bond`` selects the per-bond pass instead, for
+#: comparison; both give the same bits.
+PER_BOND_PASS = os.environ.get("GRANULAR_BOND_PASS", "per-particle") == "per-bond"
+
+_stream = [0]
 
 
-def _blocks(n):
-    return max(1, (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
+def set_stream(stream) -> None:
+    """Launch on ``stream`` from now on (a numba stream; 0 is the legacy default stream)."""
+    _stream[0] = stream
+
+
+def _grid(n):
+    return max(1, (n + TPB - 1) // TPB), TPB, _stream[0]
+
+
+# --------------------------------------------------------------------------- kernels
 
 
 @cuda.jit
-def _advance_kernel(scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
+def _advance_kernel(scheme, h, dyn, par, contacts, status):
     i = cuda.grid(1)
-    if i < x.shape[0]:
-        _advance_body(i, scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status)
+    if i < dyn.x.shape[0]:
+        _advance_body(i, scheme, h, dyn, par, contacts, status)
 
 
 @cuda.jit
-def _finish_kernel(scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
+def _forces_kernel(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
     i = cuda.grid(1)
-    if i < x1.shape[0]:
-        _finish_body(i, scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status)
+    if i < dyn.x.shape[0]:
+        _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
 @cuda.jit
-def _gravity_kernel(m, g1, g2, g3, F):
-    i = cuda.grid(1)
-    if i < F.shape[0]:
-        _gravity_body(i, m, g1, g2, g3, F)
-
-
-@cuda.jit
-def _pendulum_kernel(index, rho0, mg, e1, e2, e3, q, RM, U):
+def _bond_eval_kernel(update, dyn, bonds):
     k = cuda.grid(1)
-    if k < index.shape[0]:
-        _pendulum_body(k, index, rho0, mg, e1, e2, e3, q, RM, U)
-
-
-def advance(scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
-    n = x.shape[0]
-    _advance_kernel[_blocks(n), THREADS_PER_BLOCK](scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status)
-
-
-def finish(scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
-    n = x1.shape[0]
-    _finish_kernel[_blocks(n), THREADS_PER_BLOCK](scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status)
-
-
-def gravity(m, g1, g2, g3, F):
-    n = F.shape[0]
-    _gravity_kernel[_blocks(n), THREADS_PER_BLOCK](m, g1, g2, g3, F)
-
-
-def pendulum(index, rho0, mg, e1, e2, e3, q, RM, U):
-    n = index.shape[0]
-    if n:
-        _pendulum_kernel[_blocks(n), THREADS_PER_BLOCK](index, rho0, mg, e1, e2, e3, q, RM, U)
+    if k < bonds.terms.shape[0]:
+        _bond_eval_body(k, update, dyn, bonds)
 
 
 @cuda.jit
-def _bond_eval_kernel(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
+def _save_kernel(src, dst):
+    i = cuda.grid(1)
+    if i < max(src.x.shape[0], src.broken.shape[0]):
+        _save_body(i, src, dst)
+
+
+@cuda.jit
+def _block_start_kernel(status, report):
+    i = cuda.grid(1)
+    if i < status.shape[0]:
+        status[i] = 0
+    if i < report.shape[0]:
+        report[i] = 0.0
+
+
+@cuda.jit
+def _report_kernel(dyn, contacts, status, out):
+    """Block-level reduction of the per-particle report values (shared memory), then
+    one atomic per block into ``out``."""
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    bits_sh = cuda.shared.array(TPB, int32)
+    val_sh = cuda.shared.array((2, TPB), float64)
+    b = 0
+    d2 = 0.0
+    v2 = 0.0
+    if i < dyn.x.shape[0]:
+        b, d2, v2 = _report_values(i, dyn, contacts, status)
+    bits_sh[t] = b
+    val_sh[0, t] = d2
+    val_sh[1, t] = v2
+    cuda.syncthreads()
+    s = TPB // 2
+    while s > 0:
+        if t < s:
+            bits_sh[t] |= bits_sh[t + s]
+            val_sh[0, t] = max(val_sh[0, t], val_sh[0, t + s])
+            val_sh[1, t] = max(val_sh[1, t], val_sh[1, t + s])
+        cuda.syncthreads()
+        s //= 2
+    if t == 0:
+        bits = bits_sh[0]
+        if bits & BIT_ROTATION:
+            out[REPORT_ROTATION] = 1.0
+        if bits & BIT_NOT_FINITE:
+            out[REPORT_NOT_FINITE] = 1.0
+        if bits & BIT_SKIN:
+            out[REPORT_SKIN] = 1.0
+        cuda.atomic.max(out, REPORT_DISPLACEMENT2, val_sh[0, 0])
+        cuda.atomic.max(out, REPORT_SPEED2, val_sh[1, 0])
+
+
+@cuda.jit
+def _family_forces_kernel(family, dyn, par, bonds, contacts, walls, fields):
+    i = cuda.grid(1)
+    if i < dyn.x.shape[0]:
+        _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
+
+
+@cuda.jit
+def _diagnostics_kernel(dyn, par, bonds, contacts, walls, fields, out):
+    i = cuda.grid(1)
+    if i < dyn.x.shape[0]:
+        _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
+
+
+@cuda.jit
+def _bond_measures_kernel(dyn, bonds, out):
     k = cuda.grid(1)
-    if k < bond_a.shape[0]:
-        _bond_eval_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
+    if k < bonds.a.shape[0]:
+        _bond_measures_body(k, dyn, bonds, out)
 
 
 @cuda.jit
-def _bond_gather_kernel(offsets, incident, bond_a, out, F, RM):
-    i = cuda.grid(1)
-    if i < F.shape[0]:
-        _bond_gather_body(i, offsets, incident, bond_a, out, F, RM)
+def _grid_clear_kernel(grid_):
+    b = cuda.grid(1)
+    if b < grid_.bucket_count.shape[0]:
+        grid_.bucket_count[b] = 0
 
 
 @cuda.jit
-def _bond_energies_kernel(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
-    k = cuda.grid(1)
-    if k < bond_a.shape[0]:
-        _bond_energy_body(k, x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out)
-
-
-@cuda.jit
-def _bond_break_kernel(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
-    k = cuda.grid(1)
-    if k < bond_a.shape[0]:
-        _bond_break_body(k, x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out)
-
-
-@cuda.jit
-def _contacts_allpairs_kernel(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
+def _grid_bin_kernel(x, grid_):
+    """Each particle takes the next slot of its bucket (atomic); the order within a
+    bucket varies from run to run, the sorted list rows built from it do not."""
     i = cuda.grid(1)
     if i < x.shape[0]:
-        _contact_allpairs_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U)
+        b = _bucket_of(i, x, grid_)
+        slot = cuda.atomic.add(grid_.bucket_count, b, 1)
+        if slot < grid_.members.shape[1]:
+            grid_.members[b, slot] = i
 
 
 @cuda.jit
-def _walls_kernel(x, radius, wall_planes, kw, F, U):
+def _grid_build_kernel(x, radius, contacts, grid_, out):
+    """Rows of the Verlet list; the largest row length and bucket occupancy go to ``out``
+    (block reduction, one atomic per block)."""
     i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    sh = cuda.shared.array((2, TPB), float64)
+    n = 0
+    fill = 0
     if i < x.shape[0]:
-        _wall_body(i, x, radius, wall_planes, kw, F, U)
+        fill = grid_.bucket_count[_bucket_of(i, x, grid_)]
+        n = _build_body(i, x, radius, contacts, grid_)
+    sh[0, t] = n
+    sh[1, t] = fill
+    cuda.syncthreads()
+    s = TPB // 2
+    while s > 0:
+        if t < s:
+            sh[0, t] = max(sh[0, t], sh[0, t + s])
+            sh[1, t] = max(sh[1, t], sh[1, t + s])
+        cuda.syncthreads()
+        s //= 2
+    if t == 0:
+        cuda.atomic.max(out, REPORT_NEIGHBORS, sh[0, 0])
+        cuda.atomic.max(out, REPORT_BUCKET, sh[1, 0])
 
 
-def bond_forces(x, q, offsets, incident, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out, F, RM):
-    """Both passes: evaluate every bond into ``out`` (B, 9), then gather per particle."""
-    nb = bond_a.shape[0]
-    if nb:
-        _bond_eval_kernel[_blocks(nb), THREADS_PER_BLOCK](
-            x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out
-        )
-    _bond_gather_kernel[_blocks(F.shape[0]), THREADS_PER_BLOCK](offsets, incident, bond_a, out, F, RM)
+# ------------------------------------------------------------------------- launchers
 
 
-def bond_energies(x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out):
-    if bond_a.shape[0]:
-        _bond_energies_kernel[_blocks(bond_a.shape[0]), THREADS_PER_BLOCK](
-            x, q, bond_a, bond_b, rest_length, n0a, n0b, qref, ka, ks, km, broken, out
-        )
+def advance(scheme, h, dyn, par, contacts, status):
+    _advance_kernel[_grid(dyn.x.shape[0])](scheme, h, dyn, par, contacts, status)
 
 
-def bond_break(x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out):
-    if bond_a.shape[0]:
-        _bond_break_kernel[_blocks(bond_a.shape[0]), THREADS_PER_BLOCK](
-            x, q, bond_a, bond_b, rest_length, qref, strain_max, angle_max, broken_in, broken_out
-        )
+def _bond_pass(update, dyn, bonds):
+    """The per-bond pass before the particles gather (nothing with an empty buffer)."""
+    if bonds.terms.shape[0]:
+        _bond_eval_kernel[_grid(bonds.terms.shape[0])](update, dyn, bonds)
 
 
-def contacts_allpairs(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U):
-    _contacts_allpairs_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
-        x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, F, U
-    )
+def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    _bond_pass(True, dyn, bonds)
+    _forces_kernel[_grid(dyn.x.shape[0])](kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-def walls(x, radius, wall_planes, kw, F, U):
-    _walls_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](x, radius, wall_planes, kw, F, U)
+def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    """``nsteps`` steps: two launches each (queued; nothing waits)."""
+    for _ in range(nsteps):
+        advance(scheme, h, dyn, par, contacts, status)
+        forces(True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-@cuda.jit
-def _contacts_list_kernel(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        _contact_list_body(i, x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U)
+
+def save(src, dst):
+    _save_kernel[_grid(max(src.x.shape[0], src.broken.shape[0]))](src, dst)
 
 
-@cuda.jit
-def _neighbor_build_kernel(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        _neighbor_build_body(i, x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count)
+def block_start(status, report):
+    _block_start_kernel[_grid(max(status.shape[0], report.shape[0]))](status, report)
 
 
-def contacts_list(x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U):
-    _contacts_list_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
-        x, radius, kpp, skip_bonded, offsets, incident, bond_a, bond_b, nbr, count, F, U
-    )
+def report(dyn, contacts, status, out):
+    _report_kernel[_grid(dyn.x.shape[0])](dyn, contacts, status, out)
 
 
-def neighbor_build(x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count):
-    _neighbor_build_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](
-        x, radius, skin, origin, inv_cell, dims, order, cell_start, cell_end, nbr, count
-    )
+def family_forces(family, dyn, par, bonds, contacts, walls, fields):
+    if family == FAMILY_BONDS:
+        _bond_pass(False, dyn, bonds)
+    _family_forces_kernel[_grid(dyn.x.shape[0])](family, dyn, par, bonds, contacts, walls, fields)
+
+
+def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
+    _diagnostics_kernel[_grid(dyn.x.shape[0])](dyn, par, bonds, contacts, walls, fields, out)
+
+
+def bond_measures(dyn, bonds, out):
+    if bonds.a.shape[0]:
+        _bond_measures_kernel[_grid(bonds.a.shape[0])](dyn, bonds, out)
+
+
+def rebuild(x, radius, contacts, grid_, report):
+    """Build the neighbour list at ``x`` in place (three launches, no read-back); the
+    largest row length and bucket occupancy go to ``report``."""
+    _grid_clear_kernel[_grid(grid_.bucket_count.shape[0])](grid_)
+    _grid_bin_kernel[_grid(x.shape[0])](x, grid_)
+    _grid_build_kernel[_grid(x.shape[0])](x, radius, contacts, grid_, report)
+
+
+def to_device(a):
+    """A numba device array viewing the CuPy array ``a`` (converted once: launches with
+    numba arrays skip the per-launch ``__cuda_array_interface__`` parsing); NumPy arrays
+    pass through under the simulator."""
+    if isinstance(a, np.ndarray):
+        return a
+    return cuda.as_cuda_array(a)

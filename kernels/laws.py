@@ -2,11 +2,18 @@
 
 Each function here is compiled twice, by ``numba.njit`` for the CPU loops
 (:mod:`kernels.cpu`) and by ``numba.cuda.jit(device=True)`` for the GPU kernels
-(:mod:`kernels.cuda`), through the factory in :mod:`kernels.particles`. Vectors travel as
-separate components and come back as tuples. Only ``math`` is used, so a law also runs
-as plain Python (the CUDA simulator relies on that). A law calls no other law (plain
-functions cannot be called from compiled code); the bodies in :mod:`kernels.particles`
-compose them.
+(:mod:`kernels.cuda`), through the factories in :mod:`kernels.particles`,
+:mod:`kernels.interactions` and :mod:`kernels.grid`. Vectors travel as separate
+components and come back as tuples. Only ``math`` is used, so a law also runs as plain
+Python (the CUDA simulator relies on that). A law calls no other law (plain functions
+cannot be called from compiled code); the bodies compose them.
+
+Precision: the first argument ``T`` of every law that needs a constant is the float type
+of the run (``numpy.float64`` or ``numpy.float32``, taken from an array with
+``arr.dtype.type``), and every floating-point constant is written ``T(c)``. Numba then
+types the whole law in that precision: a float32 run is single precision throughout (no
+silent promotion to double by a Python float literal). ``tests/test_kernel_sources.py``
+checks that no bare float literal is left in the kernel sources.
 
 Conventions: quaternions ``(q0, q1, q2, q3)`` scalar first, Hamilton product; RRP as in
 paper 003, eqs. (3)-(5).
@@ -19,10 +26,17 @@ SCHEME_EXACT = 0  # map (23): closed-form RRP increment
 SCHEME_VERLET = 1  # map (25): velocity-Verlet ("explicit Newmark") increment
 SCHEME_CAMPELLO = 2  # map (27): Campello's symplectic Euler
 
-# Status codes written per particle by the step kernels (0 = fine).
+# Status codes written per particle by the step kernels (0 = fine). A particle keeps the
+# code of its first failure in a block of steps; the block's report takes the largest.
 STATUS_OK = 0
 STATUS_ROTATION_DOMAIN = 1  # incremental rotation >= pi/2 (outside the closed form)
 STATUS_NOT_FINITE = 2  # a NaN or infinity in the new state or forces
+STATUS_SKIN = 3  # moved more than skin/2 since the neighbour list was built
+
+# Contact search modes.
+CONTACTS_NONE = 0
+CONTACTS_LIST = 1  # Verlet neighbour list
+CONTACTS_ALL_PAIRS = 2  # brute force over every other particle
 
 
 def quat_multiply(p0, p1, p2, p3, q0, q1, q2, q3):
@@ -35,17 +49,17 @@ def quat_multiply(p0, p1, p2, p3, q0, q1, q2, q3):
     )
 
 
-def quat_from_rrp(a1, a2, a3):
+def quat_from_rrp(T, a1, a2, a3):
     """Unit quaternion ``(2, α)/sqrt(4 + |α|²)`` of RRP ``α`` (inverse of ``α = 2 q_vec/q0``)."""
-    inv = 1.0 / math.sqrt(4.0 + a1 * a1 + a2 * a2 + a3 * a3)
-    return 2.0 * inv, a1 * inv, a2 * inv, a3 * inv
+    inv = T(1.0) / math.sqrt(T(4.0) + a1 * a1 + a2 * a2 + a3 * a3)
+    return T(2.0) * inv, a1 * inv, a2 * inv, a3 * inv
 
 
-def quat_rotate(q0, q1, q2, q3, v1, v2, v3):
+def quat_rotate(T, q0, q1, q2, q3, v1, v2, v3):
     """``R(q) v`` for a unit quaternion: ``v + q0 t + q_vec × t`` with ``t = 2 q_vec × v``."""
-    t1 = 2.0 * (q2 * v3 - q3 * v2)
-    t2 = 2.0 * (q3 * v1 - q1 * v3)
-    t3 = 2.0 * (q1 * v2 - q2 * v1)
+    t1 = T(2.0) * (q2 * v3 - q3 * v2)
+    t2 = T(2.0) * (q3 * v1 - q1 * v3)
+    t3 = T(2.0) * (q1 * v2 - q2 * v1)
     return (
         v1 + q0 * t1 + (q2 * t3 - q3 * t2),
         v2 + q0 * t2 + (q3 * t1 - q1 * t3),
@@ -53,7 +67,7 @@ def quat_rotate(q0, q1, q2, q3, v1, v2, v3):
     )
 
 
-def rrp_increment(scheme, h, w1, w2, w3):
+def rrp_increment(T, scheme, h, w1, w2, w3):
     """RRP increment ``Δα`` of one step and the step-size measure ``ρ`` (must be < 1).
 
     ``w`` is the spatial angular velocity the increment integrates:
@@ -69,14 +83,14 @@ def rrp_increment(scheme, h, w1, w2, w3):
     ww = w1 * w1 + w2 * w2 + w3 * w3
     if scheme == SCHEME_EXACT:
         rho = h * math.sqrt(ww)
-        disc = 1.0 - rho * rho
-        if disc > 0.0:
-            c = 2.0 * h / (1.0 + math.sqrt(disc))
+        disc = T(1.0) - rho * rho
+        if disc > T(0.0):
+            c = T(2.0) * h / (T(1.0) + math.sqrt(disc))
         else:
-            c = 0.0
+            c = T(0.0)
     else:
         c = h
-        rho = 0.5 * h * math.sqrt(ww)
+        rho = T(0.5) * h * math.sqrt(ww)
     return c * w1, c * w2, c * w3, rho
 
 
@@ -85,7 +99,7 @@ def pendulum_moment(p1, p2, p3, mg, e1, e2, e3):
 
     ``ρ0`` is the body-frame vector from the pivot to the centre of mass, ``e`` the unit
     vertical of (39) and ``mg = m g``. Returns ``(RM1, RM2, RM3, U)``. The printed (40)
-    is garbled; this moment is ``-∂U/∂θ`` for ``R → exp(S(θ)) R`` (``PAPER_NOTES.md``).
+    is garbled; this moment is ``-∂U/∂θ`` for ``R → exp(S(θ)) R`` (see ``docs/physics.md``).
     """
     U = -mg * (e1 * p1 + e2 * p2 + e3 * p3)
     return (
@@ -97,42 +111,43 @@ def pendulum_moment(p1, p2, p3, mg, e1, e2, e3):
 
 
 def is_finite(a):
-    """``True`` unless ``a`` is NaN or infinite (``a - a`` is 0 only for finite ``a``)."""
-    return a - a == 0.0
+    """``True`` unless ``a`` is NaN or infinite (``a - a`` is NaN unless ``a`` is finite)."""
+    d = a - a
+    return d == d
 
 
-def quat_log(q0, q1, q2, q3):
+def quat_log(T, q0, q1, q2, q3):
     """Rotation vector (angle in ``[0, π]``) of a unit quaternion, by ``atan2``.
 
     ``θ = 2 atan2(|q_vec|, |q0|) sign(q0) q_vec / |q_vec|``; the factor tends to
     ``2/|q0|`` as ``q_vec → 0``, so small angles are exact (no ``arccos``).
     """
     n = math.sqrt(q1 * q1 + q2 * q2 + q3 * q3)
-    s = 1.0
-    if q0 < 0.0:
-        s = -1.0
+    s = T(1.0)
+    if q0 < T(0.0):
+        s = T(-1.0)
     a0 = s * q0
-    if n > 0.0:
-        c = s * 2.0 * math.atan2(n, a0) / n
+    if n > T(0.0):
+        c = s * T(2.0) * math.atan2(n, a0) / n
     else:
-        c = s * 2.0 / a0
+        c = s * T(2.0) / a0
     return c * q1, c * q2, c * q3
 
 
-def axial_bond(d1, d2, d3, rest_length, ka):
+def axial_bond(T, d1, d2, d3, rest_length, ka):
     """Binder axial load (51)-(52): ``U^a = ½ K^a (r/r0 - 1)²``, ``r = |d|``, ``d = x_a - x_b``.
 
     Returns the force on end ``a``, ``F_a = -K^a (r/r0 - 1)/r0 · d/r`` (``F_b = -F_a``),
     the energy and the axial strain ``r/r0 - 1``.
     """
     r = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
-    strain = r / rest_length - 1.0
+    strain = r / rest_length - T(1.0)
     c = -ka * strain / (rest_length * r)
-    return c * d1, c * d2, c * d3, 0.5 * ka * strain * strain, strain
+    return c * d1, c * d2, c * d3, T(0.5) * ka * strain * strain, strain
 
 
-def shear_bond(d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
-    """Binder shear load, the rigid-motion-invariant reading of (53)-(55) in PAPER_NOTES.md.
+def shear_bond(T, d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
+    """Binder shear load, the rigid-motion-invariant reading of (53)-(55) (``docs/physics.md``).
 
     ``n = d/|d|`` is the current bond direction (``d = x_a - x_b``); ``u_a = R_a n0_a``,
     ``u_b = R_b n0_b`` are the bond directions carried by the two ends (both equal to
@@ -148,8 +163,8 @@ def shear_bond(d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
     """
     r = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
     n1, n2, n3 = d1 / r, d2 / r, d3 / r
-    ta = 1.0 - (ua1 * n1 + ua2 * n2 + ua3 * n3)
-    tb = 1.0 - (ub1 * n1 + ub2 * n2 + ub3 * n3)
+    ta = T(1.0) - (ua1 * n1 + ua2 * n2 + ua3 * n3)
+    tb = T(1.0) - (ub1 * n1 + ub2 * n2 + ub3 * n3)
     g1 = ta * ua1 + tb * ub1
     g2 = ta * ua2 + tb * ub2
     g3 = ta * ua3 + tb * ub3
@@ -167,24 +182,24 @@ def shear_bond(d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
         cb * (ub2 * n3 - ub3 * n2),
         cb * (ub3 * n1 - ub1 * n3),
         cb * (ub1 * n2 - ub2 * n1),
-        0.5 * ks * (ta * ta + tb * tb),
+        T(0.5) * ks * (ta * ta + tb * tb),
     )
 
 
-def hertz_contact(distance, reach, k):
+def hertz_contact(T, distance, reach, k):
     """Particle-particle (56)-(57) and particle-wall contact.
 
     ``U = (2/5) K [1 - s/ρ]_+^{5/2}`` with the centre distance (or signed wall distance)
     ``s`` and the reach ``ρ = D_a/2 + D_b/2`` (``D_a/2`` for a wall). The printed factor
-    5/2 of (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (PAPER_NOTES.md).
+    5/2 of (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (``docs/physics.md``).
     Returns the repulsive force magnitude ``f = K/ρ [1 - s/ρ]_+^{3/2}`` (along the
     separation direction) and ``U``.
     """
-    overlap = 1.0 - distance / reach
-    if overlap > 0.0:
+    overlap = T(1.0) - distance / reach
+    if overlap > T(0.0):
         root = math.sqrt(overlap)
-        return k / reach * overlap * root, 0.4 * k * overlap * overlap * root
-    return 0.0, 0.0
+        return k / reach * overlap * root, T(0.4) * k * overlap * overlap * root
+    return T(0.0), T(0.0)
 
 
 def compensated_add(s, c, x):
@@ -198,3 +213,22 @@ def compensated_add(s, c, x):
     else:
         c += (x - t) + s
     return t, c
+
+
+def cell_of(T, x, inv_cell):
+    """Integer cell coordinate ``floor(x / cell)`` of one position component, clamped to
+    ±1e12 cells (a NaN goes to the low edge), so integer arithmetic on it cannot overflow."""
+    c = x * inv_cell
+    if not (c > T(-1.0e12)):
+        c = T(-1.0e12)
+    elif c > T(1.0e12):
+        c = T(1.0e12)
+    return int(math.floor(c))
+
+
+def cell_hash(cx, cy, cz, mask):
+    """Bucket of cell ``(cx, cy, cz)`` in a hash table of ``mask + 1`` (a power of two)
+    buckets. Each coordinate keeps its low 21 bits, so the products stay below 2^48 and
+    the hash is the same in Python, on the CPU and on the GPU (no integer overflow)."""
+    m21 = 2097151
+    return (((cx & m21) * 73856093) ^ ((cy & m21) * 19349663) ^ ((cz & m21) * 83492791)) & mask

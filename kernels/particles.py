@@ -1,19 +1,25 @@
-"""Per-particle kernel bodies, written once and compiled for each backend.
+"""Per-particle integrator bodies, written once and compiled for each backend.
 
-:func:`build` takes a decorator (``numba.njit`` for the CPU, ``numba.cuda.jit(device=True)``
-for the GPU) and returns the laws of :mod:`kernels.laws` and the per-particle bodies
-below compiled with it. A body reads and writes entry ``i`` of its arrays only, so the
-CPU loop (``prange``) and the GPU grid around it need no synchronisation and the result
-does not depend on the order in which particles are visited.
+:func:`build` takes a decorator (``numba.njit(inline="always")`` for the CPU,
+``numba.cuda.jit(device=True)`` for the GPU) and returns the laws of :mod:`kernels.laws`
+and the bodies below compiled with it. A body reads and writes row ``i`` of the state
+only (it may read other particles' positions and orientations, which no body of the same
+launch writes), so the CPU loop (``prange``) and the GPU grid around it need no
+synchronisation, and the result does not depend on the order in which particles are
+visited.
 
-Array arguments (``N`` particles, float64 unless said): ``x, v, F``: (N, 3); ``q``:
-(N, 4) unit quaternions; ``om`` (Ω), ``RM``: (N, 3) spatial; ``m``, ``J``: (N,);
-``status``: (N,) int32.
+A step of the explicit maps (23), (25), (27) is two launches over particles:
+:func:`advance_body` (kick, drift and rotation, in place) and the force body of
+:mod:`kernels.interactions` (forces at the new configuration, then the second kick). The
+state is updated in place; a block of steps saves the state at its start
+(:func:`save_body`) and restores it when a check failed, which is what makes a step
+transactional. Argument bundles are the named tuples of :mod:`kernels.layout`.
 """
 
 from types import SimpleNamespace
 
 from . import laws
+from .layout import BIT_NOT_FINITE, BIT_ROTATION, BIT_SKIN, REPORT_BIG
 
 
 def build(jit):
@@ -26,97 +32,136 @@ def build(jit):
     is_finite = jit(laws.is_finite)
 
     SCHEME_CAMPELLO = laws.SCHEME_CAMPELLO
-    STATUS_OK = laws.STATUS_OK
-    STATUS_ROTATION_DOMAIN = laws.STATUS_ROTATION_DOMAIN
-    STATUS_NOT_FINITE = laws.STATUS_NOT_FINITE
+    CONTACTS_LIST = laws.CONTACTS_LIST
 
     @jit
-    def advance_body(i, scheme, h, x, v, q, om, F, RM, m, J, x1, v1, q1, om1, status):
-        """First part of a step of maps (23), (25) or (27) for particle ``i``.
+    def advance_body(i, scheme, h, dyn, par, contacts, status):
+        """First part of a step of maps (23), (25) or (27) for particle ``i``, in place.
 
         (23)/(25): half kick ``v + h F/2m``, ``Ω + h RM/2J``; drift (a): ``x + h v + h² F/2m``;
         rotation (b): ``q_{k+1} = q(Δα) ⊗ q_k``, i.e. ``R_{k+1} = R(Δα) R_k`` (spatial
-        increment, ``α_{k+1} = α_k ⊕ Δα``). The second half kick is :func:`finish_body`.
+        increment, ``α_{k+1} = α_k ⊕ Δα``). The second half kick follows the forces.
         (27): full kick (c, d) with forces at ``k``, then (a) ``x + h v_{k+1}`` and (b)
         ``Δα = h Ω_{k+1}``.
-        Writes the new state to ``x1, v1, q1, om1`` and ``status[i]``.
+
+        Sets status bits: the rotation domain ``ρ ≥ 1`` (or a NaN ``ρ``: not finite) and,
+        with a neighbour list, a move of more than skin/2 since its last build.
         """
+        T = dyn.x.dtype.type
+        x, v, q, om = dyn.x, dyn.v, dyn.q, dyn.omega
         if scheme == SCHEME_CAMPELLO:
-            a = h / m[i]
-            b = h / J[i]
+            a = h / par.mass[i]
+            b = h / par.inertia[i]
         else:
-            a = 0.5 * h / m[i]
-            b = 0.5 * h / J[i]
-        vx = v[i, 0] + a * F[i, 0]
-        vy = v[i, 1] + a * F[i, 1]
-        vz = v[i, 2] + a * F[i, 2]
-        wx = om[i, 0] + b * RM[i, 0]
-        wy = om[i, 1] + b * RM[i, 1]
-        wz = om[i, 2] + b * RM[i, 2]
-        x1[i, 0] = x[i, 0] + h * vx
-        x1[i, 1] = x[i, 1] + h * vy
-        x1[i, 2] = x[i, 2] + h * vz
-        v1[i, 0] = vx
-        v1[i, 1] = vy
-        v1[i, 2] = vz
-        om1[i, 0] = wx
-        om1[i, 1] = wy
-        om1[i, 2] = wz
-        d1, d2, d3, rho = rrp_increment(scheme, h, wx, wy, wz)
-        if rho < 1.0:
-            status[i] = STATUS_OK
-        elif rho >= 1.0:
-            status[i] = STATUS_ROTATION_DOMAIN
-        else:  # rho is NaN: the state or the forces at k were not finite
-            status[i] = STATUS_NOT_FINITE
-        p0, p1, p2, p3 = quat_from_rrp(d1, d2, d3)
+            a = T(0.5) * h / par.mass[i]
+            b = T(0.5) * h / par.inertia[i]
+        vx = v[i, 0] + a * dyn.F[i, 0]
+        vy = v[i, 1] + a * dyn.F[i, 1]
+        vz = v[i, 2] + a * dyn.F[i, 2]
+        wx = om[i, 0] + b * dyn.RM[i, 0]
+        wy = om[i, 1] + b * dyn.RM[i, 1]
+        wz = om[i, 2] + b * dyn.RM[i, 2]
+        x[i, 0] = x[i, 0] + h * vx
+        x[i, 1] = x[i, 1] + h * vy
+        x[i, 2] = x[i, 2] + h * vz
+        v[i, 0] = vx
+        v[i, 1] = vy
+        v[i, 2] = vz
+        om[i, 0] = wx
+        om[i, 1] = wy
+        om[i, 2] = wz
+        d1, d2, d3, rho = rrp_increment(T, scheme, h, wx, wy, wz)
+        bits = 0
+        if rho >= T(1.0):
+            bits = BIT_ROTATION
+        elif not (rho < T(1.0)):  # rho is NaN: the state or the forces at k were not finite
+            bits = BIT_NOT_FINITE
+        p0, p1, p2, p3 = quat_from_rrp(T, d1, d2, d3)
         n0, n1, n2, n3 = quat_multiply(p0, p1, p2, p3, q[i, 0], q[i, 1], q[i, 2], q[i, 3])
         # The product of unit quaternions is unit up to round-off; renormalising keeps
         # |q| = 1 to round-off after any number of steps instead of a random walk.
-        inv = 1.0 / (n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3) ** 0.5
-        q1[i, 0] = n0 * inv
-        q1[i, 1] = n1 * inv
-        q1[i, 2] = n2 * inv
-        q1[i, 3] = n3 * inv
+        inv = T(1.0) / (n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3) ** T(0.5)
+        q[i, 0] = n0 * inv
+        q[i, 1] = n1 * inv
+        q[i, 2] = n2 * inv
+        q[i, 3] = n3 * inv
+        if contacts.mode == CONTACTS_LIST:
+            e1 = x[i, 0] - contacts.x_ref[i, 0]
+            e2 = x[i, 1] - contacts.x_ref[i, 1]
+            e3 = x[i, 2] - contacts.x_ref[i, 2]
+            if not (e1 * e1 + e2 * e2 + e3 * e3 <= contacts.skin_half2):
+                bits |= BIT_SKIN
+        if bits != 0:
+            status[i] |= bits
 
     @jit
-    def finish_body(i, scheme, h, x1, v1, q1, om1, F1, RM1, m, J, status):
-        """Second half kick of (23c,d)/(25c,d) with the forces at ``k+1``; finiteness check.
-
-        Map (27) has no second kick; only the check runs.
-        """
-        if scheme != SCHEME_CAMPELLO:
-            a = 0.5 * h / m[i]
-            b = 0.5 * h / J[i]
+    def kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3):
+        """Store the force ``f`` and moment ``m`` at the new configuration; with ``kick``,
+        the second half kick of (23c,d)/(25c,d) (map (27) has none); then the finiteness
+        check of the particle's new state."""
+        T = dyn.x.dtype.type
+        F, RM = dyn.F, dyn.RM
+        F[i, 0] = f1
+        F[i, 1] = f2
+        F[i, 2] = f3
+        RM[i, 0] = m1
+        RM[i, 1] = m2
+        RM[i, 2] = m3
+        v, om = dyn.v, dyn.omega
+        if kick and scheme != SCHEME_CAMPELLO:
+            a = T(0.5) * h / par.mass[i]
+            b = T(0.5) * h / par.inertia[i]
             for c in range(3):
-                v1[i, c] += a * F1[i, c]
-                om1[i, c] += b * RM1[i, c]
+                v[i, c] += a * F[i, c]
+                om[i, c] += b * RM[i, c]
         ok = True
         for c in range(3):
-            ok = ok and is_finite(x1[i, c]) and is_finite(v1[i, c]) and is_finite(om1[i, c])
-            ok = ok and is_finite(F1[i, c]) and is_finite(RM1[i, c])
+            ok = ok and is_finite(dyn.x[i, c]) and is_finite(v[i, c]) and is_finite(om[i, c])
+            ok = ok and is_finite(F[i, c]) and is_finite(RM[i, c])
         for c in range(4):
-            ok = ok and is_finite(q1[i, c])
-        if not ok and status[i] == STATUS_OK:
-            status[i] = STATUS_NOT_FINITE
+            ok = ok and is_finite(dyn.q[i, c])
+        if not ok:
+            status[i] |= BIT_NOT_FINITE
 
     @jit
-    def gravity_body(i, m, g1, g2, g3, F):
-        """Uniform field: ``F_i += m_i g``; ``U = -Σ m_i g·x_i``."""
-        F[i, 0] += m[i] * g1
-        F[i, 1] += m[i] * g2
-        F[i, 2] += m[i] * g3
+    def save_body(i, src, dst):
+        """Copy row ``i`` of every array of the ``Dynamics`` ``src`` to ``dst`` (particles
+        for ``i < N``, bonds for ``i < B``)."""
+        n = src.x.shape[0]
+        if i < n:
+            for c in range(3):
+                dst.x[i, c] = src.x[i, c]
+                dst.v[i, c] = src.v[i, c]
+                dst.omega[i, c] = src.omega[i, c]
+                dst.F[i, c] = src.F[i, c]
+                dst.RM[i, c] = src.RM[i, c]
+            for c in range(4):
+                dst.q[i, c] = src.q[i, c]
+        if i < src.broken.shape[0]:
+            dst.broken[i] = src.broken[i]
+            dst.released[i] = src.released[i]
 
     @jit
-    def pendulum_body(k, index, rho0, mg, e1, e2, e3, q, RM, U):
-        """Pendulum (39) on particle ``index[k]``: adds its moment to ``RM``, energy to ``U[k]``."""
-        i = index[k]
-        p1, p2, p3 = quat_rotate(q[i, 0], q[i, 1], q[i, 2], q[i, 3], rho0[k, 0], rho0[k, 1], rho0[k, 2])
-        r1, r2, r3, u = pendulum_moment(p1, p2, p3, mg[k], e1, e2, e3)
-        RM[i, 0] += r1
-        RM[i, 1] += r2
-        RM[i, 2] += r3
-        U[k] = u
+    def report_values(i, dyn, contacts, status):
+        """Particle ``i``'s share of a block report: its status bits, ``|x - x_ref|²``
+        (with a neighbour list) and ``|v|²``, as float64 (non-finite values as
+        :data:`kernels.layout.REPORT_BIG`)."""
+        T = dyn.x.dtype.type
+        d2 = T(0.0)
+        if contacts.mode == CONTACTS_LIST:
+            for c in range(3):
+                e = dyn.x[i, c] - contacts.x_ref[i, c]
+                d2 += e * e
+        v2 = T(0.0)
+        for c in range(3):
+            v2 += dyn.v[i, c] * dyn.v[i, c]
+        dd = float(d2)
+        vv = float(v2)
+        if not (dd <= REPORT_BIG):
+            dd = REPORT_BIG
+        if not (vv <= REPORT_BIG):
+            vv = REPORT_BIG
+        return status[i], dd, vv
 
     return SimpleNamespace(
         quat_multiply=quat_multiply,
@@ -124,8 +169,9 @@ def build(jit):
         quat_rotate=quat_rotate,
         rrp_increment=rrp_increment,
         pendulum_moment=pendulum_moment,
+        is_finite=is_finite,
         advance_body=advance_body,
-        finish_body=finish_body,
-        gravity_body=gravity_body,
-        pendulum_body=pendulum_body,
+        kick_body=kick_body,
+        save_body=save_body,
+        report_values=report_values,
     )

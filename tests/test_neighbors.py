@@ -120,9 +120,28 @@ def test_torus_impact_same_trajectory_with_and_without_skin():
     assert runs["skin builds"] < runs["skin 0 builds"] / 5
 
 
-def test_blown_up_positions_are_a_clean_integration_error():
+def test_absurd_positions_are_binned_without_overflow():
+    """The hash grid clamps cell coordinates: a particle at 1e300 or NaN lands in an edge
+    cell, the build finishes and the finite pairs are still exactly the brute-force ones."""
     be = get_backend("cpu")
-    nl = NeighborList(be, np.full(3, 0.5), skin=0.1)
-    for bad in ([[0, 0, 0], [1e300, 0, 0], [1, 0, 0]], [[0, 0, 0], [np.nan, 0, 0], [1, 0, 0]]):
-        with pytest.raises(gr.NonFiniteError, match="neighbour search: the particles span"):
-            nl.build(np.array(bad, dtype=float))
+    nl = NeighborList(be, np.full(4, 0.5), skin=0.1)
+    for bad in ([[0, 0, 0], [1e300, 0, 0], [1, 0, 0], [-1e300, 5, 0]], [[0, 0, 0], [np.nan, 0, 0], [1, 0, 0], [0, 0.5, 0]]):
+        x = np.array(bad, dtype=float)
+        nl.build(x)
+        finite = np.isfinite(x).all(axis=1) & (np.abs(x).max(axis=1) < 1e10)
+        keep = np.flatnonzero(finite)
+        expected = brute_pairs(x[keep], np.full(len(keep), 0.5), 0.1)
+        np.testing.assert_array_equal(nl.pairs(), keep[expected])
+
+
+def test_a_non_finite_position_stops_the_step_naming_the_particle():
+    b = gr.ModelBuilder()
+    b.add_particles(np.array([[0.0, 0, 0], [0.9, 0, 0], [3.0, 0, 0]]), radius=0.5)
+    b.set_contacts(100.0)
+    m = b.finalize("cpu")
+    s = m.state()
+    s.x[2, 1] = np.nan
+    before = s.x.copy()
+    with pytest.raises(gr.NonFiniteError, match="particle 2"):
+        gr.ExplicitIntegrator().advance(m, s, 1e-3, 10)
+    np.testing.assert_array_equal(s.x, before)

@@ -6,11 +6,15 @@ Each family has
   ``"walls"``);
 * ``accumulate(model, cfg)``: add its force and spatial moment at configuration ``cfg``
   (an object with ``x``, ``q``, ``F``, ``RM``, ``broken``: a :class:`~granular.state.State`
-  or its back buffers) to ``cfg.F`` and ``cfg.RM``, calling :mod:`kernels`;
+  or a namespace) to ``cfg.F`` and ``cfg.RM``, calling :mod:`kernels`;
 * ``energies(model, cfg)``: its potential energies as ``{"U_<name>": float}``.
 
 Forces are minus the gradients of the energies; moments are minus the derivative on the
 rotation, ``RM = -∂U/∂θ`` for ``R → exp(S(θ)) R`` (paper 003, (46)).
+
+The time step does not call the families one by one: one fused kernel sums all of them
+per particle (:mod:`kernels.interactions`), adding the same partial sums in the same
+order, so ``evaluate_forces`` equals the forces a step computes bit for bit.
 """
 
 from types import SimpleNamespace
@@ -27,23 +31,16 @@ __all__ = [
     "Walls",
     "evaluate_forces",
     "forces_at",
-    "update_breakage",
 ]
 
 
 def evaluate_forces(model, cfg) -> None:
-    """Total force and spatial moment at configuration ``cfg`` into ``cfg.F``, ``cfg.RM``."""
+    """Total force and spatial moment at configuration ``cfg`` into ``cfg.F``, ``cfg.RM``
+    (no bond breaks here; a step applies breakage)."""
     cfg.F.fill(0.0)
     cfg.RM.fill(0.0)
     for family in model.forces:
         family.accumulate(model, cfg)
-
-
-def update_breakage(model, cfg, broken_before) -> None:
-    """``cfg.broken`` := ``broken_before`` plus the bonds that exceed their thresholds at
-    ``cfg`` (a no-op without bonds)."""
-    if model.bonds is not None:
-        model.bonds.update_breakage(model, cfg, broken_before)
 
 
 def forces_at(model, x, q, broken=None):
@@ -58,8 +55,4 @@ def forces_at(model, x, q, broken=None):
         broken = xp.zeros(model.n_bonds, dtype=xp.int8)
     cfg = SimpleNamespace(x=x, q=q, F=xp.zeros_like(x), RM=xp.zeros_like(x), broken=broken)
     evaluate_forces(model, cfg)
-    energies = {}
-    for family in model.forces:
-        for key, value in family.energies(model, cfg).items():
-            energies[key] = energies.get(key, 0.0) + value
-    return cfg.F, cfg.RM, energies
+    return cfg.F, cfg.RM, model.potential_energies(cfg)

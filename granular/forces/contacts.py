@@ -2,22 +2,27 @@
 (bonded or not) and particle-wall U^pw for planar walls (paper 003, Sect. 4).
 
 U^pp = (2/5) K^pp [1 - |x_a - x_b|/(D_a/2 + D_b/2)]_+^{5/2} (the factor 2/5 makes
-``-dU/dx`` equal (57); the printed 5/2 contradicts it, PAPER_NOTES.md). A wall is "a
-special case of particle-particle": the same law with the signed distance ``n·x - c`` of
-the centre from the plane in place of the centre distance and ``D/2`` as the reach.
-Frictionless: contacts exert no moment.
+``-dU/dx`` equal (57); the printed 5/2 contradicts it, see ``docs/physics.md``). A wall
+is "a special case of particle-particle": the same law with the signed distance
+``n·x - c`` of the centre from the plane in place of the centre distance and ``D/2`` as
+the reach. Frictionless: contacts exert no moment.
 
-Candidate pairs: a Verlet neighbour list from a cell list (:mod:`granular.neighbors`,
+Candidate pairs: a Verlet neighbour list on a hash grid (:mod:`granular.neighbors`,
 O(N), the default ``search="cells"``) or all pairs (``search="all-pairs"``, O(N²), the
-brute-force twin). Both give the same forces in practice: the pair law is evaluated in a
-canonical order and summed with compensation, and pairs out of reach add exact zeros, so
-the result does not depend on which superset of the overlapping pairs is visited nor
-(except in contrived cancellations) in which order.
+brute-force twin). Both give the same forces bit for bit: list rows are sorted by
+particle index, the brute force runs in index order, the pair law is evaluated in a
+canonical orientation and summed with compensation, and pairs out of reach add nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from kernels.laws import CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
+from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
+from kernels.layout import Walls as WallArgs
+
+from ..neighbors import NeighborList
 
 
 class ParticleContacts:
@@ -31,47 +36,71 @@ class ParticleContacts:
     """
 
     kind = "contacts"
+    family = FAMILY_CONTACTS
+    energy_keys = ("U_pp",)
     SEARCHES = ("cells", "all-pairs")
 
     def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True, search="cells", skin=None,
                  radius=None):  # fmt: skip
         if search not in self.SEARCHES:
             raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
+        self.backend = backend
+        self.dtype = np.dtype(radius.dtype)
         self.kpp = float(kpp)
         self.search = search
         self.neighbors = None
-        if search == "cells":
-            from ..neighbors import NeighborList
-
-            rmax = float(radius.max())
-            self.skin = 0.4 * rmax if skin is None else float(skin)
-            self.neighbors = NeighborList(backend, radius, self.skin)
         self.skip_bonded = bool(bonds is not None and not bonded_contacts)
-        xp = backend.xp
-        if bonds is None:
-            self._csr = (xp.zeros(n_particles + 1, dtype=np.int64),) + tuple(xp.zeros(0, dtype=np.int64) for _ in range(3))
-        else:
-            self._csr = (bonds.offsets, bonds.incident, bonds.a, bonds.b)
-        self._U = xp.zeros(n_particles, dtype=radius.dtype if radius is not None else np.float64)  # half pair energies
-        self._F = None
+        if bonds is not None:
+            bonds.skip_contacts = self.skip_bonded
+        rmax = float(backend.to_host(radius).max())
+        self.skin = 0.4 * rmax if skin is None else float(skin)
+        if search == "cells":
+            self.neighbors = NeighborList(backend, radius, self.skin)
+        self._dummy = _placeholder_arrays(backend, self.dtype)
 
-    def _run(self, model, x, F):
-        kern = model.backend.kernels
-        if self.neighbors is None:
-            kern.contacts_allpairs(x, model.radius, self.kpp, self.skip_bonded, *self._csr, F, self._U)
-        else:
+    @property
+    def mode(self) -> int:
+        return CONTACTS_LIST if self.neighbors is not None else CONTACTS_ALL_PAIRS
+
+    def kernel_args(self):
+        """The ``Contacts`` and ``Grid`` bundles (device views; new after a regrow)."""
+        T = self.dtype.type
+        if self.neighbors is not None:
+            return self.neighbors.bundles(T(self.kpp), CONTACTS_LIST)
+        return _placeholder_args(self.backend, self._dummy, CONTACTS_ALL_PAIRS, T(self.kpp), T)
+
+    def ensure_list(self, x) -> None:
+        """Make the neighbour list valid for positions ``x`` (a build if needed)."""
+        if self.neighbors is not None:
             self.neighbors.update(x)
-            kern.contacts_list(x, model.radius, self.kpp, self.skip_bonded, *self._csr, self.neighbors.nbr,
-                               self.neighbors.count, F, self._U)  # fmt: skip
 
     def accumulate(self, model, cfg) -> None:
-        self._run(model, cfg.x, cfg.F)
+        self.ensure_list(cfg.x)
+        model.accumulate_family(self.family, cfg)
 
     def energies(self, model, cfg) -> dict:
-        if self._F is None:
-            self._F = model.backend.xp.zeros_like(cfg.x)
-        self._run(model, cfg.x, self._F)
-        return {"U_pp": float(self._U.sum())}
+        self.ensure_list(cfg.x)
+        return model.family_energies(self.energy_keys, cfg)
+
+
+def no_contact_args(backend, dtype):
+    """``Contacts`` and ``Grid`` bundles for a model without particle contact."""
+    T = np.dtype(dtype).type
+    return _placeholder_args(backend, _placeholder_arrays(backend, dtype), CONTACTS_NONE, T(0.0), T)
+
+
+def _placeholder_arrays(backend, dtype):
+    """One-row stand-ins for the neighbour-list and grid arrays (never read)."""
+    xp = backend.xp
+    return (xp.zeros((1, 1), dtype=np.int32), xp.zeros(1, dtype=np.int32), xp.zeros((1, 3), dtype=dtype),
+            xp.zeros(1, dtype=np.int32), xp.zeros((1, 1), dtype=np.int32))  # fmt: skip
+
+
+def _placeholder_args(backend, dummy, mode, kpp, T):
+    dev = backend.kernels.to_device
+    nbr, count, x_ref, buckets, members = (dev(a) for a in dummy)
+    return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0)),
+            Grid(T(1.0), np.int64(0), buckets, members))  # fmt: skip
 
 
 class Walls:
@@ -79,23 +108,27 @@ class Walls:
     pointing into the allowed half-space; ``k`` (W,) stiffness [energy]."""
 
     kind = "walls"
+    family = FAMILY_WALLS
+    energy_keys = ("U_pw",)
 
     def __init__(self, backend, n_particles, planes, k, dtype=np.float64):
         xp = backend.xp
+        self.backend = backend
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
         self.planes = xp.asarray(self.planes_host, dtype=dtype)
         self.k = xp.asarray(np.asarray(k), dtype=dtype)
-        self._U = xp.zeros(n_particles, dtype=dtype)
-        self._F = None
 
-    def _run(self, model, x, F):
-        model.backend.kernels.walls(x, model.radius, self.planes, self.k, F, self._U)
+    def kernel_args(self) -> WallArgs:
+        dev = self.backend.kernels.to_device
+        return WallArgs(dev(self.planes), dev(self.k))
 
     def accumulate(self, model, cfg) -> None:
-        self._run(model, cfg.x, cfg.F)
+        model.accumulate_family(self.family, cfg)
 
     def energies(self, model, cfg) -> dict:
-        if self._F is None:
-            self._F = model.backend.xp.zeros_like(cfg.x)
-        self._run(model, cfg.x, self._F)
-        return {"U_pw": float(self._U.sum())}
+        return model.family_energies(self.energy_keys, cfg)
+
+
+def no_wall_args(backend, dtype) -> WallArgs:
+    xp, dev = backend.xp, backend.kernels.to_device
+    return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=dtype)))

@@ -4,59 +4,71 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.layout import FAMILY_GRAVITY, FAMILY_PENDULUM
+from kernels.layout import Fields as FieldArgs
+
 
 class UniformGravity:
     """Uniform acceleration ``g`` (3,) [length/time²]: ``U = -Σ m_i g·x_i``, ``F_i = m_i g``."""
 
     kind = "gravity"
+    family = FAMILY_GRAVITY
+    energy_keys = ("U_gravity",)
 
     def __init__(self, backend, g):
         self.g = tuple(float(c) for c in g)
 
     def accumulate(self, model, cfg) -> None:
-        model.backend.kernels.gravity(model.mass, self.g[0], self.g[1], self.g[2], cfg.F)
+        model.accumulate_family(self.family, cfg)
 
     def energies(self, model, cfg) -> dict:
-        xp = model.backend.xp
-        g = xp.asarray(self.g, dtype=cfg.x.dtype)
-        return {"U_gravity": float(-(model.mass[:, None] * cfg.x * g).sum())}
+        return model.family_energies(self.energy_keys, cfg)
 
 
 class PendulumPotential:
-    """3D pendulum about a fixed pivot, eq. (39): ``U = -m g e·R ρ0`` per attached particle.
+    """3D pendula about fixed pivots, eq. (39): ``U = -m g e·R ρ0`` per attached particle.
 
     Acts on the rotation only (the particle's position stands for the pivot and feels no
     force); the spatial moment is ``RM = m g (Rρ0) × e`` (the printed (40) is garbled,
-    see ``PAPER_NOTES.md``). With scalar inertia ``J`` about the pivot the dynamics
+    see ``docs/physics.md``). With scalar inertia ``J`` about the pivot the dynamics
     conserves ``E = ½ J|Ω|² - m g e·Rρ0`` (41a), ``Rρ0·Ω`` (41b) and ``|Rρ0|`` (41c).
 
-    Arrays: ``index`` (K,) int64 particle of each pendulum (each particle at most once);
-    ``rho0`` (K, 3) body-frame pivot-to-centre-of-mass vector [length]; ``mg`` (K,)
-    ``m_i g`` [mass·length/time²]; ``vertical`` ``e`` (3,) unit vector.
+    Arrays (``P`` pendula, in the order they were added): ``index`` (P,) int64 particle
+    of each pendulum (each particle at most once); ``rho0`` (P, 3) body-frame
+    pivot-to-centre-of-mass vector [length]; ``mg`` (P,) ``m_i g`` [mass·length/time²];
+    ``vertical`` (P, 3) unit vectors ``e``.
     """
 
     kind = "pendulum"
+    family = FAMILY_PENDULUM
+    energy_keys = ("U_pendulum",)
 
-    def __init__(self, backend, index, rho0, mg, vertical, dtype=np.float64):
+    def __init__(self, backend, n_particles, index, rho0, mg, vertical, dtype=np.float64):
         xp = backend.xp
         self.index_host = np.asarray(index, dtype=np.int64)
         self.rho0_host = np.asarray(rho0, dtype=np.float64)
+        self.vertical_host = np.asarray(vertical, dtype=np.float64).reshape(-1, 3)
+        slot = np.full(n_particles, -1, dtype=np.int32)
+        slot[self.index_host] = np.arange(len(self.index_host), dtype=np.int32)
         self.index = xp.asarray(self.index_host)
+        self.slot = xp.asarray(slot)
         self.rho0 = xp.asarray(self.rho0_host, dtype=dtype)
         self.mg = xp.asarray(np.asarray(mg), dtype=dtype)
-        self.vertical = tuple(float(c) for c in vertical)
-        self._U = xp.zeros(len(self.index_host), dtype=dtype)  # scratch: energies
-        self._RM = None  # scratch for energy-only evaluation, allocated on first use
-
-    def _run(self, model, q, RM) -> None:
-        e = self.vertical
-        model.backend.kernels.pendulum(self.index, self.rho0, self.mg, e[0], e[1], e[2], q, RM, self._U)
+        self.vertical = xp.asarray(self.vertical_host, dtype=dtype)
 
     def accumulate(self, model, cfg) -> None:
-        self._run(model, cfg.q, cfg.RM)
+        model.accumulate_family(self.family, cfg)
 
     def energies(self, model, cfg) -> dict:
-        if self._RM is None:
-            self._RM = model.backend.xp.zeros_like(cfg.x)
-        self._run(model, cfg.q, self._RM)
-        return {"U_pendulum": float(self._U.sum())}
+        return model.family_energies(self.energy_keys, cfg)
+
+
+def field_args(backend, n_particles, gravity, pendulum, dtype) -> FieldArgs:
+    """The ``Fields`` bundle for a gravity family (or ``None``) and a pendulum family (or
+    ``None``)."""
+    xp, dev = backend.xp, backend.kernels.to_device
+    g = xp.asarray(np.asarray(gravity.g if gravity is not None else [], dtype=np.float64), dtype=dtype)
+    if pendulum is None:
+        return FieldArgs(dev(g), dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros((0, 3), dtype=dtype)),
+                         dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros((0, 3), dtype=dtype)))  # fmt: skip
+    return FieldArgs(dev(g), dev(pendulum.slot), dev(pendulum.rho0), dev(pendulum.mg), dev(pendulum.vertical))

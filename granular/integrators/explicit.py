@@ -19,76 +19,49 @@ Step-size limit: (23b) is real only for ``h|w| < 1``. The same condition, an inc
 rotation below π/2 (``|Δα| < 2``), is required of all three maps; a step that breaks it,
 or that produces a NaN or infinity, raises :class:`StepSizeError` or
 :class:`NonFiniteError` naming the step, the particle and the value, and the state is
-left exactly as it was before the step (the step writes into back buffers and swaps
-them in only after the checks).
+left exactly as it was before the step.
+
+:meth:`ExplicitIntegrator.advance` takes many steps in device-resident blocks
+(:mod:`granular.integrators.engine`) with the same results, bit for bit, and the same
+errors as a loop of :meth:`ExplicitIntegrator.step`.
 """
 
 from __future__ import annotations
 
-import math
+import numbers
 
 import numpy as np
 
-from kernels import laws
+from ..errors import IntegrationError, NonFiniteError, StepSizeError
+from .engine import MAX_BLOCK, ParticleEngine
+from .schemes import EQUATION, SCHEMES, check_step_size, rotation_measure, scheme_name
 
-from ..forces import evaluate_forces, update_breakage
-
-SCHEMES = {
-    "exact": laws.SCHEME_EXACT,
-    "verlet": laws.SCHEME_VERLET,
-    "campello": laws.SCHEME_CAMPELLO,
-}
-ALIASES = {"23": "exact", "25": "verlet", "27": "campello", "rrp": "exact", "symplectic-euler": "campello"}
-EQUATION = {"exact": "(23)", "verlet": "(25)", "campello": "(27)"}
+__all__ = ["ExplicitIntegrator", "IntegrationError", "NonFiniteError", "StepSizeError", "SCHEMES", "scheme_name"]
 
 
-class IntegrationError(RuntimeError):
-    """A step could not be taken; the state is unchanged."""
-
-    def __init__(self, message, step=None, particle=None, value=None):
-        super().__init__(message)
-        self.step, self.particle, self.value = step, particle, value
-
-
-class StepSizeError(IntegrationError, ValueError):
-    """The step leaves the closed-form domain of the RRP map (incremental rotation >= π/2)."""
-
-
-class NonFiniteError(IntegrationError, FloatingPointError):
-    """A NaN or infinity appeared in the state or the forces."""
-
-
-def scheme_name(name: str) -> str:
-    """Canonical name for ``name`` (accepts ``"23"``, ``"25"``, ``"27"`` and aliases)."""
-    key = ALIASES.get(str(name), str(name))
-    if key not in SCHEMES:
-        allowed = sorted(SCHEMES) + sorted(ALIASES)
-        raise ValueError(f"scheme: unknown explicit map {name!r}; allowed: {allowed}")
-    return key
-
-
-def check_step_size(h) -> float:
-    """``h`` as a float, or a ``ValueError`` unless it is finite and > 0."""
-    try:
-        hf = float(h)
-    except (TypeError, ValueError):
-        raise ValueError(f"h: the time step must be a number, got {h!r}") from None
-    if not (math.isfinite(hf) and hf > 0.0):
-        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
-    return hf
+def _check_steps(steps) -> int:
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral):
+        raise ValueError(f"steps: must be a whole number >= 0, got {steps!r}")
+    if steps < 0:
+        raise ValueError(f"steps: must be >= 0, got {steps!r}")
+    return int(steps)
 
 
 class ExplicitIntegrator:
     """One of the explicit maps (23), (25), (27); see the module docstring.
 
-    ``step(model, state, h)`` advances ``state`` in place by one step of size ``h``.
-    The step allocates nothing and moves no state array between host and device; it
-    reads back one integer (the worst per-particle status) to decide whether to commit.
+    ``step(model, state, h)`` advances ``state`` in place by one checked step of size
+    ``h``; ``advance(model, state, h, steps)`` by ``steps`` steps in blocks (the fast
+    path: on a GPU, one read-back per block and, with ``graphs``, blocks replayed as CUDA
+    graphs). ``graphs=False`` launches every kernel eagerly (for debugging and
+    comparison; results are identical). ``max_block``: longest block between checks.
     """
 
-    def __init__(self, scheme: str = "verlet"):
+    def __init__(self, scheme: str = "verlet", graphs: bool = True, max_block: int = MAX_BLOCK):
         self.scheme = scheme_name(scheme)
         self.code = SCHEMES[self.scheme]
+        self.graphs = bool(graphs)
+        self.max_block = int(max_block)
 
     def __repr__(self) -> str:
         return f"ExplicitIntegrator({self.scheme!r})  # map {EQUATION[self.scheme]}"
@@ -97,77 +70,47 @@ class ExplicitIntegrator:
     def order(self) -> int:
         return 1 if self.scheme == "campello" else 2
 
+    def engine(self, model, state) -> ParticleEngine:
+        """The step loop bound to ``(model, state)`` (made once, kept on the state)."""
+        eng = state._engine
+        if eng is None or eng.model is not model or eng.graphs != self.graphs:
+            eng = ParticleEngine(model, state, graphs=self.graphs, max_block=self.max_block)
+            state._engine = eng
+        eng.max_block = self.max_block
+        return eng
+
     def prepare(self, model, state) -> None:
         """Evaluate the forces at the current configuration if they are not current."""
-        if not state.forces_valid:
-            update_breakage(model, state, state.broken)
-            evaluate_forces(model, state)
-            state.forces_valid = True
+        self.engine(model, state).prepare()
 
     def step(self, model, state, h) -> None:
-        h = check_step_size(h)
-        if state.n != model.n:
-            raise ValueError(f"state: has {state.n} particles, the model {model.n}")
-        self.prepare(model, state)
-        k = model.backend.kernels
-        nxt = state.back
-        k.advance(
-            self.code, h, state.x, state.v, state.q, state.omega, state.F, state.RM,
-            model.mass, model.inertia, nxt.x, nxt.v, nxt.q, nxt.omega, state.status,
-        )  # fmt: skip
-        update_breakage(model, nxt, state.broken)
-        evaluate_forces(model, nxt)
-        k.finish(self.code, h, nxt.x, nxt.v, nxt.q, nxt.omega, nxt.F, nxt.RM, model.mass, model.inertia, state.status)
-        if int(state.status.max()) != laws.STATUS_OK:
-            raise self._failure(model, state, h)
-        state.swap()
-        state.step += 1
-        state.time += h
+        """Advance ``state`` by one step of size ``h`` (see the module docstring)."""
+        hh = model.dtype.type(check_step_size(h))
+        self.engine(model, state).step(self.code, hh)
 
-    def run(self, model, state, h, steps: int, callback=None, every: int = 1) -> None:
+    def advance(self, model, state, h, steps) -> None:
+        """Advance ``state`` by ``steps`` steps of size ``h``, in device-resident blocks;
+        the same trajectory and errors as ``steps`` calls of :meth:`step`."""
+        hh = model.dtype.type(check_step_size(h))
+        n = _check_steps(steps)
+        if n:
+            self.engine(model, state).advance(self.code, hh, n)
+
+    def run(self, model, state, h, steps, callback=None, every: int = 1) -> None:
         """Take ``steps`` steps; ``callback(state)`` after every ``every``-th step."""
-        for n in range(1, int(steps) + 1):
-            self.step(model, state, h)
-            if callback is not None and n % every == 0:
-                callback(state)
-
-    # ------------------------------------------------------------------ diagnostics
+        n = _check_steps(steps)
+        every = max(1, _check_steps(every))
+        if callback is None:
+            self.advance(model, state, h, n)
+            return
+        done = 0
+        while done + every <= n:
+            self.advance(model, state, h, every)
+            done += every
+            callback(state)
+        self.advance(model, state, h, n - done)
 
     def rotation_measure(self, model, state, h):
         """Per-particle ``ρ`` of :func:`kernels.laws.rrp_increment` for a step from ``state``
         (host array; ``ρ < 1`` is required)."""
-        be = model.backend
-        om, RM = be.to_host(state.omega), be.to_host(state.RM)
-        J = be.to_host(model.inertia)[:, None]
-        if self.scheme == "campello":
-            w = om + h * RM / J
-            return 0.5 * h * np.linalg.norm(w, axis=1)
-        w = om + 0.5 * h * RM / J
-        scale = 1.0 if self.scheme == "exact" else 0.5
-        return scale * h * np.linalg.norm(w, axis=1)
-
-    def _failure(self, model, state, h) -> IntegrationError:
-        status = model.backend.to_host(state.status)
-        where = f"step {state.step + 1} (t = {state.time:.17g} -> {state.time + h:.17g})"
-        domain = np.flatnonzero(status == laws.STATUS_ROTATION_DOMAIN)
-        if domain.size:
-            rho = self.rotation_measure(model, state, h)
-            i = int(domain[np.argmax(rho[domain])])
-            what = {
-                "exact": "h|Ω + h RM/2J|",
-                "verlet": "|Δα|/2 = h|Ω + h RM/2J|/2",
-                "campello": "|Δα|/2 = h|Ω + h RM/J|/2",
-            }[self.scheme]
-            return StepSizeError(
-                f"{where}: map {EQUATION[self.scheme]} needs {what} < 1 (incremental rotation "
-                f"below pi/2); particle {i} has {rho[i]:.6g} with h = {h:.6g} "
-                f"({domain.size} particle(s) affected). The state is unchanged; reduce h.",
-                step=state.step + 1, particle=i, value=float(rho[i]),
-            )  # fmt: skip
-        bad = np.flatnonzero(status == laws.STATUS_NOT_FINITE)
-        i = int(bad[0])
-        return NonFiniteError(
-            f"{where}: a NaN or infinity appeared in the state or forces of particle {i} "
-            f"({bad.size} particle(s) affected). The state is unchanged.",
-            step=state.step + 1, particle=i,
-        )  # fmt: skip
+        return rotation_measure(model, state, self.scheme, float(h))

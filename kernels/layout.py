@@ -1,0 +1,117 @@
+"""The argument bundles of the particle kernels: named tuples of arrays and typed scalars.
+
+A kernel takes a handful of these instead of thirty loose arrays. Numba passes a named
+tuple to a compiled loop or a CUDA kernel field by field, and the bodies read
+``bonds.rest_length[k]`` by name. Shapes for ``N`` particles, ``B`` bonds, ``W`` walls,
+``P`` pendula; floats have the run's dtype (float64 or float32) unless said otherwise,
+and scalar fields are NumPy scalars of that dtype, so a float32 run stays single
+precision. Units are consistent units of length, time and mass.
+
+``Dynamics``: what a step changes (and a failed block restores)
+    ``x`` (N, 3) position; ``v`` (N, 3) velocity; ``q`` (N, 4) unit quaternion;
+    ``omega`` (N, 3) spatial angular velocity Ω; ``F`` (N, 3) force and ``RM`` (N, 3)
+    spatial moment at the current configuration; ``broken`` (B,) int8, 1 once a bond
+    broke; ``released`` (B,) the energy each broken bond had when it broke [energy].
+
+``Particles``: fixed per-particle parameters
+    ``mass`` (N,) [mass]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
+    ``radius`` (N,) [length].
+
+``Bonds``: binder bonds (paper 003, Sect. 4)
+    ``offsets`` (N+1,) int64 and ``incident`` (2B,) int64: CSR list of each particle's
+    bonds in a canonical geometric order; ``a``, ``b`` (B,) int64 the two ends;
+    ``rest_length`` (B,); ``n0a``, ``n0b`` (B, 3) the reference bond direction in the
+    body frames of ``a`` and ``b``; ``qref`` (B, 4) the reference relative rotation;
+    ``ka``, ``ks``, ``km`` (B,) stiffnesses [energy]; ``strain_max``, ``angle_max`` (B,)
+    breakage thresholds (inf: never); ``can_break`` bool; ``skip_contacts`` bool: bonded
+    pairs do not interact by contact; ``terms`` (B, 9) per-bond buffer ``(F_a, RM_a,
+    RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself.
+
+``Contacts``: Hertz particle-particle contact (56)-(57)
+    ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``); ``kpp``
+    stiffness [energy]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
+    ascending; ``count`` (N,) int32 entries of each row (may exceed the capacity: then the
+    list overflowed); ``x_ref`` (N, 3) positions at the last build; ``skin`` [length];
+    ``skin_half2`` = (skin/2)².
+
+``Grid``: the hash grid the neighbour list is built from
+    ``inv_cell`` = 1/cell size (the cell is at least the largest contact cutoff);
+    ``mask`` = buckets - 1 (a power of two minus one); ``bucket_count`` (buckets,) int32;
+    ``members`` (buckets, M) int32 particle ids per bucket.
+
+``Walls``: planar walls ``n·x = c``
+    ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n`` into the allowed side;
+    ``k`` (W,) stiffness [energy].
+
+``Fields``: uniform gravity and the 3D pendulum (39)
+    ``gravity`` (3,) or (0,) for none [length/time²]; ``pendulum_of`` (N,) int32 the
+    pendulum slot of each particle (-1: none) or (0,) for no pendula; ``rho0`` (P, 3)
+    body-frame pivot-to-centre-of-mass vector; ``mg`` (P,) ``m g``; ``vertical`` (P, 3)
+    unit vertical ``e``.
+
+``Flags``
+    ``status`` (N,) int32 bit set of the failures of each particle since the block
+    started (bits 1 << (code - 1) of the ``STATUS_*`` codes); ``report`` (R,) float64,
+    the block's reductions at the ``REPORT_*`` slots below.
+"""
+
+from collections import namedtuple
+
+Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released")
+Particles = namedtuple("Particles", "mass inertia radius")
+Bonds = namedtuple(
+    "Bonds",
+    "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
+)
+Contacts = namedtuple("Contacts", "mode kpp nbr count x_ref skin skin_half2")
+Grid = namedtuple("Grid", "inv_cell mask bucket_count members")
+Walls = namedtuple("Walls", "planes k")
+Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical")
+Flags = namedtuple("Flags", "status report")
+
+# Slots of the report array (float64) a block leaves behind.
+REPORT_ROTATION = 0  # 1 if some particle left the rotation domain of its map
+REPORT_NOT_FINITE = 1  # 1 if a NaN or infinity appeared
+REPORT_SKIN = 2  # 1 if a particle moved more than skin/2 since the last build
+REPORT_DISPLACEMENT2 = 3  # largest |x - x_ref|² at the end of the block
+REPORT_SPEED2 = 4  # largest |v|² at the end of the block
+REPORT_NEIGHBORS = 5  # largest neighbour count found by a build in the block
+REPORT_BUCKET = 6  # largest bucket occupancy found by a build in the block
+REPORT_SIZE = 8
+#: Stands for a non-finite or absurd value in the report (float64).
+REPORT_BIG = 1e300
+
+# Status bits (one per STATUS_* code of kernels.laws).
+BIT_ROTATION = 1
+BIT_NOT_FINITE = 2
+BIT_SKIN = 4
+
+#: Columns of the per-particle diagnostics row (:func:`kernels.interactions.build`,
+#: ``diagnostics_body``); their sums over particles are the series quantities.
+DIAGNOSTICS = (
+    "kinetic_translational",
+    "kinetic_rotational",
+    "U_gravity",
+    "U_pendulum",
+    "U_a",
+    "U_s",
+    "U_m",
+    "U_pp",
+    "U_pw",
+    "P_x",
+    "P_y",
+    "P_z",
+    "L_x",
+    "L_y",
+    "L_z",
+    "broken_bonds",
+    "U_released",
+)
+DIAG = {name: k for k, name in enumerate(DIAGNOSTICS)}
+
+# Interaction families, for the per-family force kernel (analysis and tests).
+FAMILY_GRAVITY = 0
+FAMILY_PENDULUM = 1
+FAMILY_BONDS = 2
+FAMILY_CONTACTS = 3
+FAMILY_WALLS = 4
