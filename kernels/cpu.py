@@ -55,7 +55,7 @@ _cache = keyed_cache().__enter__()
 
 # Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
 # inline across separately compiled functions returning tuples.
-_jit = njit(inline="always")
+_jit = njit(inline="always", error_model="numpy")
 _P = particles.build(_jit)
 _I = interactions.build(_jit, _P)
 _G = grid.build(_jit)
@@ -71,8 +71,11 @@ _build_body = _G.build_body
 _report_values = _P.report_values
 _bucket_of = _G.bucket_of
 
-_kernel = njit(cache=True, _nrt=False)
-_parallel = njit(parallel=True, cache=True, _nrt=False)
+# IEEE arithmetic as on the GPU (``error_model="numpy"``): a division by zero gives an
+# infinity or a NaN, which the step's finiteness checks report, instead of a Python
+# exception from inside a loop.
+_kernel = njit(cache=True, _nrt=False, error_model="numpy")
+_parallel = njit(parallel=True, cache=True, _nrt=False, error_model="numpy")
 
 
 @_kernel

@@ -244,7 +244,10 @@ def build(jit, base):
         radius = par.radius
         kpp = contacts.kpp
         if contacts.mode == CONTACTS_LIST:
-            for p in range(contacts.count[i]):
+            # A row that overflowed in a rebuild of this block holds only the first
+            # ``capacity`` entries; the block is redone after the regrow, and until then
+            # the row is read within bounds.
+            for p in range(min(contacts.count[i], contacts.nbr.shape[1])):
                 acc = add_partner(T, i, contacts.nbr[i, p], x, radius, bonds, kpp, acc)
         elif contacts.mode == CONTACTS_ALL_PAIRS:
             for j in range(x.shape[0]):

@@ -1,0 +1,70 @@
+"""Compile every particle kernel of :mod:`kernels.cuda` to PTX for an H100 (sm_90)
+without a GPU, in both precisions, and count double-precision instructions.
+
+The CUDA simulator runs kernels as Python, so it cannot catch what only the real
+compiler rejects (types numba-cuda cannot lower, a float64 constant promoting a float32
+kernel). numba-cuda compiles to PTX with NVVM and needs no device, except that a device
+function asks the current device for its compute capability: that query is answered
+here. Run as a script (``NUMBA_ENABLE_CUDASIM`` must be unset); prints one JSON line per
+kernel: ``{"kernel", "dtype", "f64", "chars"}``. Used by ``tests/test_kernel_sources.py``.
+"""
+
+import json
+import os
+import sys
+from types import SimpleNamespace
+
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+
+import numba.cuda.dispatcher as _dispatcher  # noqa: E402
+
+_dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(9, 0))
+
+import numpy as np  # noqa: E402
+from numba import cuda, typeof  # noqa: E402
+
+import granular as gr  # noqa: E402
+from kernels import cuda as K  # noqa: E402
+from kernels.layout import DIAGNOSTICS, REPORT_SIZE  # noqa: E402
+
+
+def kernel_arguments(dtype):
+    """Every kernel of :mod:`kernels.cuda` with arguments of the types a run passes."""
+    b = gr.shapes.block_impact_builder(3, gap=0.05)
+    b.set_gravity([0.0, 0.0, -1.0])
+    b.add_pendulum(b.add_particle([10.0, 10.0, 10.0]))
+    m = b.finalize("cpu", dtype=dtype)
+    s = m.state()
+    a = m.kernel_args()
+    dyn = m.dynamics(s)
+    report = np.zeros(REPORT_SIZE)
+    h = np.dtype(dtype).type(1e-3)
+    fam = (a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+    return {
+        "advance": (K._advance_kernel, (1, h, dyn, a["par"], a["contacts"], s.status)),
+        "forces": (K._forces_kernel, (True, 1, h, dyn, *fam, s.status)),
+        "bond_eval": (K._bond_eval_kernel, (True, dyn, a["bonds"])),
+        "save": (K._save_kernel, (dyn, dyn)),
+        "block_start": (K._block_start_kernel, (s.status, report)),
+        "report": (K._report_kernel, (dyn, a["contacts"], s.status, report)),
+        "family_forces": (K._family_forces_kernel, (2, dyn, *fam)),
+        "diagnostics": (K._diagnostics_kernel, (dyn, *fam, np.zeros((m.n, len(DIAGNOSTICS)), dtype))),
+        "bond_measures": (K._bond_measures_kernel, (dyn, a["bonds"], np.zeros((m.n_bonds, 5), dtype))),
+        "grid_clear": (K._grid_clear_kernel, (a["grid"],)),
+        "grid_bin": (K._grid_bin_kernel, (s.x, a["grid"])),
+        "grid_build": (K._grid_build_kernel, (s.x, m.radius, a["contacts"], a["grid"], report)),
+    }
+
+
+def main() -> int:
+    for dtype in (np.float64, np.float32):
+        for name, (kernel, args) in kernel_arguments(dtype).items():
+            ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(typeof(x) for x in args), cc=(9, 0))
+            code = [line for line in ptx.splitlines() if not line.strip().startswith("//")]
+            f64 = sum(".f64" in line for line in code)
+            print(json.dumps({"kernel": name, "dtype": np.dtype(dtype).name, "f64": f64, "chars": len(ptx)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

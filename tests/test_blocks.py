@@ -1,0 +1,231 @@
+"""Device-resident blocks of steps: the same bits and the same errors as a loop of single
+steps, whatever the block length; failures planted in the middle of a block; the
+neighbour list after in-block rebuilds."""
+
+import numpy as np
+import pytest
+
+import granular as gr
+from granular.validation import torus_setup as T
+
+FIELDS = ("x", "v", "q", "omega", "F", "RM", "broken", "released")
+
+
+def snapshot(model, state):
+    be = model.backend
+    return {k: be.to_host(getattr(state, k)).copy() for k in FIELDS} | {"step": state.step, "time": state.time}
+
+
+def assert_same(a, b):
+    for k in FIELDS:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert (a["step"], a["time"]) == (b["step"], b["time"])
+
+
+def breakable_torus(backend):
+    """The paper's torus with breakable bonds, tilted and spinning (bonds, contacts
+    between bonded neighbours, wall)."""
+    n = T.N_P
+    v = np.tile([-1.5, 0.2, 0.1], (n, 1))
+    return T.torus_builder(velocity=v, omega=(0.5, -0.3, 2.0), normal=(0.2, 0.1, 1.0), strain_max=0.02).finalize(backend)
+
+
+def step_by_step(model, h, steps, scheme="verlet"):
+    s = model.state()
+    integ = gr.ExplicitIntegrator(scheme)
+    for _ in range(steps):
+        integ.step(model, s, h)
+    return s
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_blocks_equal_step_by_step_bitwise(block, backend):
+    steps = 120 if backend.simulated else 600
+    model = breakable_torus(backend)
+    ref = snapshot(model, step_by_step(model, 1e-3, steps))
+    s = model.state()
+    gr.ExplicitIntegrator("verlet", max_block=block).advance(model, s, 1e-3, steps)
+    assert_same(snapshot(model, s), ref)
+    if not backend.simulated:
+        assert ref["broken"].sum() > 0  # the impact broke bonds on the way
+
+
+@pytest.mark.parametrize("scheme", ["exact", "campello"])
+def test_other_maps_in_blocks(scheme):
+    model = breakable_torus("cpu")
+    ref = snapshot(model, step_by_step(model, 1e-3, 300, scheme))
+    s = model.state()
+    gr.ExplicitIntegrator(scheme, max_block=64).advance(model, s, 1e-3, 300)
+    assert_same(snapshot(model, s), ref)
+
+
+def test_time_is_steps_times_h_and_survives_a_change_of_h():
+    model = breakable_torus("cpu")
+    s = model.state()
+    integ = gr.ExplicitIntegrator()
+    integ.advance(model, s, 5e-4, 6000)
+    assert s.time == 6000 * 5e-4 and s.step == 6000
+    integ.advance(model, s, 1e-3, 10)
+    assert s.time == 6000 * 5e-4 + 10 * 1e-3
+
+
+def pendula(backend):
+    """Three pendula falling from near the top; at h = 0.6 the fastest swings leave the
+    rotation domain (ρ ≥ 1) part way down: particle 2 first, at step 5."""
+    b = gr.ModelBuilder()
+    idx = b.add_particles(np.zeros((3, 3)), rotvec=[[0, 2.9, 0], [0, 3.0, 0], [0, 2.6, 0]],
+                          omega=[[0.05, 0, 0], [0.1, 0, 0], [0.0, 0, 0.05]])  # fmt: skip
+    b.add_pendulum(idx, rho0=[0, 0, 1], g=1.0)
+    return b.finalize(backend)
+
+
+def colliding_ghosts(backend):
+    """Two particles passing through each other without stiffness meet exactly at the
+    origin after 8 steps of 1/8: the contact direction is 0/0, a NaN in the forces."""
+    b = gr.ModelBuilder()
+    b.add_particles(np.array([[5.0, 0, 0], [-1.0, 0, 0], [1.0, 0, 0]]), v=[[0, 0, 0], [1.0, 0, 0], [-1.0, 0, 0]])
+    b.set_contacts(0.0)
+    return b.finalize(backend)
+
+
+@pytest.mark.parametrize("build,error,particle,step", [
+    (pendula, gr.StepSizeError, 2, 5),
+    (colliding_ghosts, gr.NonFiniteError, 1, 8),
+])  # fmt: skip
+def test_failure_in_a_block_is_the_step_by_step_failure(build, error, particle, step, backend):
+    model = build(backend)
+    h = 0.6 if build is pendula else 0.125
+    s = model.state()
+    with pytest.raises(error) as ref:
+        for _ in range(200):
+            gr.ExplicitIntegrator("exact").step(model, s, h)
+    ref_state = snapshot(model, s)
+    assert ref.value.particle == particle
+    if step is not None:
+        assert ref.value.step == step
+    for block in (7, 64):
+        s2 = model.state()
+        with pytest.raises(error) as got:
+            gr.ExplicitIntegrator("exact", max_block=block).advance(model, s2, h, 200)
+        assert str(got.value) == str(ref.value)
+        assert (got.value.step, got.value.particle, got.value.value) == (ref.value.step, ref.value.particle, ref.value.value)
+        assert_same(snapshot(model, s2), ref_state)
+        assert 1 < ref_state["step"] < 64  # the failure is in the middle of the first block
+
+
+def falling_grains(backend, capacity_cluster=False):
+    """Grains released from rest in strong gravity onto a wall: the block planner sees zero
+    speed and plans a long block, so particles cross skin/2 inside it."""
+    rng = np.random.default_rng(5)
+    n = 20 if backend.simulated else 60
+    x = rng.uniform(0, 4, size=(n, 3)) + [0, 0, 2.0]
+    x = x[np.argsort(x[:, 2])]
+    keep = [0]
+    for i in range(1, n):  # no initial overlaps
+        if np.min(np.linalg.norm(x[keep] - x[i], axis=1)) > 0.45:
+            keep.append(i)
+    b = gr.ModelBuilder()
+    b.add_particles(x[keep], radius=0.2)
+    b.set_gravity([0, 0, -40.0])
+    b.set_contacts(1e3, skin=0.02)
+    b.add_wall([0, 0, 1], 0.0)
+    return b.finalize(backend)
+
+
+def brute_pairs(x, r, skin):
+    d = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    i, j = np.nonzero((d < r[:, None] + r[None] + skin) & ~np.eye(len(x), dtype=bool))
+    return np.unique(np.sort(np.stack([i, j], axis=1), axis=1), axis=0)
+
+
+def test_skin_crossing_inside_a_block_is_redone_and_the_list_is_exact(backend):
+    model = falling_grains(backend)
+    steps = 300
+    ref = snapshot(model, step_by_step(model, 2e-3, steps))
+    s = model.state()
+    integ = gr.ExplicitIntegrator("verlet", max_block=64)
+    integ.advance(model, s, 2e-3, steps)
+    assert_same(snapshot(model, s), ref)
+    eng = integ.engine(model, s)
+    assert eng.redone >= 1  # at least one block had a particle cross skin/2 and was redone
+    nl = model.force("contacts").neighbors
+    be = model.backend
+    x_ref, r = be.to_host(nl.x_ref), be.to_host(model.radius)
+    np.testing.assert_array_equal(nl.pairs(), brute_pairs(x_ref, r, nl.skin))
+    # every pair in contact now is listed (the list is valid at the current positions)
+    x = be.to_host(s.x)
+    touching = brute_pairs(x, r, 0.0)
+    listed = {tuple(p) for p in nl.pairs()}
+    assert all(tuple(p) in listed for p in touching)
+    assert len(touching) > 0
+
+
+def test_rebuilds_inside_blocks_keep_the_list_exact():
+    model = breakable_torus("cpu")
+    s = model.state()
+    integ = gr.ExplicitIntegrator("verlet", max_block=64)
+    integ.advance(model, s, 1e-3, 400)
+    eng = integ.engine(model, s)
+    assert eng.block_rebuilds > 0
+    nl = model.force("contacts").neighbors
+    np.testing.assert_array_equal(nl.pairs(), brute_pairs(nl.x_ref, model.radius, nl.skin))
+
+
+def converging_cloud(backend):
+    """A cloud converging on its centre without contact stiffness: rows outgrow the
+    neighbour list at a rebuild inside a block."""
+    rng = np.random.default_rng(2)
+    n = 24 if backend.simulated else 80
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    x = 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
+    b = gr.ModelBuilder()
+    b.add_particles(x, v=-x, radius=0.1)
+    b.set_contacts(0.0, skin=0.6)
+    return b.finalize(backend)
+
+
+def test_neighbour_overflow_in_a_block_regrows_and_redoes_it(backend):
+    steps = 90
+    ref = snapshot(converging_cloud(backend), step_by_step(converging_cloud(backend), 1e-2, steps))
+    model = converging_cloud(backend)  # a fresh neighbour list, at its initial capacity
+    s = model.state()
+    integ = gr.ExplicitIntegrator("verlet", max_block=32)
+    integ.advance(model, s, 1e-2, steps)
+    assert_same(snapshot(model, s), ref)
+    nl = model.force("contacts").neighbors
+    assert integ.engine(model, s).regrows >= 1
+    assert nl.capacity >= 0.6 * model.n
+
+
+@pytest.mark.gpu
+def test_cpu_and_gpu_blocks_agree(gpu_backend):
+    steps = 100 if gpu_backend.simulated else 1000
+    out = []
+    for be in ("cpu", gpu_backend):
+        m = breakable_torus(be)
+        s = m.state()
+        gr.ExplicitIntegrator("verlet").advance(m, s, 1e-3, steps)
+        out.append(snapshot(m, s))
+    for k in ("x", "v", "q", "omega"):
+        np.testing.assert_allclose(out[1][k], out[0][k], rtol=0, atol=1e-9, err_msg=k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["torus", "block"])
+def test_graph_replay_equals_eager_launches(case, gpu_backend):
+    if gpu_backend.simulated:
+        pytest.skip("CUDA graphs need a real GPU (the simulator runs blocks eagerly)")
+    out = []
+    for graphs in (True, False):
+        if case == "torus":
+            m = breakable_torus(gpu_backend)
+        else:
+            m = gr.shapes.block_impact_builder(22, gap=0.05).finalize(gpu_backend)
+        s = m.state()
+        integ = gr.ExplicitIntegrator("verlet", graphs=graphs)
+        integ.advance(m, s, 1e-3, 1000)
+        if graphs:
+            assert integ.engine(m, s).program.captures > 0
+        out.append(snapshot(m, s))
+    assert_same(out[0], out[1])
