@@ -7,10 +7,11 @@ anyway and two reductions:
 * energy: ``E = total (+ U_released, the energy broken bonds took away, when the row has
   that column)`` stays within ``tolerance × scale`` of its start. Walls, gravity and the
   pendulum exchange energy through their potentials, which ``total`` holds. ``scale`` is
-  the largest energy magnitude seen in an accepted row: kinetic energy plus the
-  magnitudes of the potentials (gravity by its change since the start, so the choice of
-  origin does not matter), at least ``|E(0)|``. A blow-up makes the change many times the
-  scale; a run that only loses accuracy crosses the tolerance gradually.
+  the largest energy magnitude seen in an accepted row or in the row checked: kinetic
+  energy plus the magnitudes of the potentials (gravity by its change since the start, so
+  the choice of origin does not matter). A blow-up makes the change as large as the
+  scale itself (a ratio near 1, caught by any tolerance below 1); a run that only loses
+  accuracy crosses the tolerance gradually.
 * speeds: no particle faster than :data:`SPEED_FACTOR` times the speed of the lightest
   particle holding all of the energy scale, ``sqrt(2 scale / m_min)``;
 * rotation increments: no ``h |Ω_i|`` above :data:`ROTATION_INCREMENT_MAX` rad per step
@@ -69,7 +70,7 @@ class HealthCheck:
             start = {"energy0": _energy(first_row), "scale": _magnitude(first_row, g0), "gravity0": g0}
         self.energy0 = float(start["energy0"])
         self.gravity0 = float(start["gravity0"])
-        self.scale = max(float(start["scale"]), abs(self.energy0))
+        self.scale = float(start["scale"])
         self.m_min = float(model.backend.to_host(model.mass).min())
 
     def start_values(self) -> dict:
@@ -83,12 +84,12 @@ class HealthCheck:
         """What is wrong with ``state`` (whose series row is ``row``), or None."""
         E = _energy(row)
         change = E - self.energy0
-        allowed = self.tolerance * self.scale
-        if not (abs(change) <= allowed):  # NaN fails too
-            rel = abs(change) / self.scale if self.scale > 0 else math.inf
+        scale = max(self.scale, _magnitude(row, self.gravity0))
+        if not (abs(change) <= self.tolerance * scale):  # NaN fails too
+            rel = abs(change) / scale if scale > 0 else math.inf
             released = " + U_released" if "U_released" in row else ""
             return (f"the total energy{released} is {E:.6g}; it started at {self.energy0:.6g} (a change of "
-                    f"{rel:.3g} times the energy scale {self.scale:.6g}; [run] energy_tolerance allows "
+                    f"{rel:.3g} times the energy scale {scale:.6g}; [run] energy_tolerance allows "
                     f"{self.tolerance:g})")  # fmt: skip
         xp = self.model.backend.xp
         speed = xp.sqrt((state.v * state.v).sum(axis=1))
