@@ -55,7 +55,7 @@ class ChunkStore:
         except (OSError, ValueError):
             raise OutDirError(f"--resume: {self.out} holds no interrupted ensemble (no {CHUNKS_DIR}/{MANIFEST})") from None
         if old != self.manifest:
-            diffs = "; ".join(d.replace("checkpoint", "interrupted ensemble") for d in scene_differences(old, self.manifest))
+            diffs = "; ".join(scene_differences(old, self.manifest, labels=("the interrupted ensemble", "this command")))
             raise OutDirError(f"--resume: the ensemble in {self.out} was started with other arguments: {diffs}")
         remove_temp_files(self.dir)
         return self

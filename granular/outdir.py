@@ -83,10 +83,12 @@ def clear(paths) -> None:
             os.remove(p)
 
 
-def scene_differences(old, new, path="", limit=5) -> list[str]:
+def scene_differences(old, new, path="", limit=5, labels=("the checkpoint", "the scene")) -> list[str]:
     """Lines ``"run.dt: 0.0005 in the checkpoint, 0.001 in the scene"`` for the first
-    ``limit`` differences between two scene dictionaries (as ``Scene.model_dump``)."""
+    ``limit`` differences between two scene dictionaries (as ``Scene.model_dump``);
+    ``labels`` name where ``old`` and ``new`` come from."""
     out = []
+    was, now = labels
 
     def walk(a, b, where):
         if len(out) >= limit:
@@ -95,9 +97,9 @@ def scene_differences(old, new, path="", limit=5) -> list[str]:
             for k in list(a) + [k for k in b if k not in a]:
                 sub = f"{where}.{k}" if where else str(k)
                 if k not in b:
-                    out.append(f"{sub}: {_short(a[k])} in the checkpoint, absent in the scene")
+                    out.append(f"{sub}: {_short(a[k])} in {was}, absent in {now}")
                 elif k not in a:
-                    out.append(f"{sub}: absent in the checkpoint, {_short(b[k])} in the scene")
+                    out.append(f"{sub}: absent in {was}, {_short(b[k])} in {now}")
                 else:
                     walk(a[k], b[k], sub)
             return
@@ -106,7 +108,7 @@ def scene_differences(old, new, path="", limit=5) -> list[str]:
                 walk(x, y, f"{where}[{i}]")
             return
         if a != b:
-            out.append(f"{where or '(scene)'}: {_short(a)} in the checkpoint, {_short(b)} in the scene")
+            out.append(f"{where or '(scene)'}: {_short(a)} in {was}, {_short(b)} in {now}")
 
     walk(old, new, path)
     return out
