@@ -1,6 +1,6 @@
 """The run loop: stepping, output cadence, checkpoints, progress, health checks.
 
-The output directory is a stable contract (see ``docs/output.md``):
+The output directory is a stable contract (see ``docs/scenes.md``, "Output directory"):
 
 ``frames.pvd``, ``frames/*.vtu``
     ParaView time series: particles as vertex cells with point data ``id``, ``radius``,
@@ -14,7 +14,9 @@ The output directory is a stable contract (see ``docs/output.md``):
     ``L_*``, ``broken_bonds``, pendulum invariants, and for fewer than 10 particles each
     particle's state.
 ``run.json``
-    scene, version, backend, precision, dt, steps, wall time, steps/s.
+    scene, version, backend, precision, dt, the stable-step estimate
+    (:mod:`granular.stability`), steps, wall time, steps/s, the health check's start
+    values, and the error that stopped the run, if any.
 ``plots/*.png``
     energies, momenta and invariants over time.
 ``checkpoints/checkpoint.npz``
@@ -24,6 +26,11 @@ The output directory is a stable contract (see ``docs/output.md``):
 Every file is written to a temporary name and renamed, so a run killed at any moment
 leaves a readable directory; SIGINT (Ctrl-C) and SIGTERM stop after the current step,
 write a checkpoint and exit cleanly.
+
+The run advances in blocks of steps between output events (:func:`next_event`); at each
+event the state is checked (:mod:`granular.health`) before anything is written, and a
+copy of the last state that passed is kept on the backend, so a failed check or step
+writes that state, never the exploded one, as the checkpoint.
 """
 
 from __future__ import annotations
