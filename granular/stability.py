@@ -162,27 +162,58 @@ def _pairs_touching(x, radius, exclude):
     return pairs
 
 
+_SYM = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))  # the 6 entries of a symmetric 3x3 kept
+_EYE = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+
+
 def _outer(n, k):
-    """``k n nᵀ`` for (M, 3) ``n`` and (M,) ``k``: (M, 3, 3)."""
-    return k[:, None, None] * n[:, :, None] * n[:, None, :]
+    """``k n nᵀ`` for (M, 3) ``n`` and (M,) ``k``, as (M, 6) entries ``xx yy zz xy xz yz``."""
+    return np.stack([k * n[:, a] * n[:, b] for a, b in _SYM], axis=1)
+
+
+def _full(S):
+    """(..., 6) symmetric entries -> (..., 3, 3)."""
+    out = np.empty(S.shape[:-1] + (3, 3))
+    for c, (a, b) in enumerate(_SYM):
+        out[..., a, b] = out[..., b, a] = S[..., c]
+    return out
+
+
+def lambda_max(S):
+    """Largest eigenvalue of symmetric 3x3 matrices given as (M, 6) entries (closed form,
+    trigonometric): to rounding for distinct eigenvalues, to about 1e-8 relative where the
+    largest is double (the arccos near 1), which is plenty for an estimate."""
+    q = (S[:, 0] + S[:, 1] + S[:, 2]) / 3.0
+    p1 = S[:, 3] ** 2 + S[:, 4] ** 2 + S[:, 5] ** 2
+    p2 = (S[:, 0] - q) ** 2 + (S[:, 1] - q) ** 2 + (S[:, 2] - q) ** 2 + 2.0 * p1
+    p = np.sqrt(p2 / 6.0)
+    safe = np.where(p > 0, p, 1.0)
+    b0, b1, b2 = (S[:, 0] - q) / safe, (S[:, 1] - q) / safe, (S[:, 2] - q) / safe
+    b3, b4, b5 = S[:, 3] / safe, S[:, 4] / safe, S[:, 5] / safe
+    det = b0 * (b1 * b2 - b5 * b5) - b3 * (b3 * b2 - b5 * b4) + b4 * (b3 * b5 - b1 * b4)
+    phi = np.arccos(np.clip(0.5 * det, -1.0, 1.0)) / 3.0
+    return np.where(p > 0, q + 2.0 * p * np.cos(phi), q)
 
 
 class _Blocks:
-    """Per-family translational (N, 3, 3) and rotational (N,) bounds of one particle chunk."""
+    """Per-family translational (m, 6) and rotational (m,) bounds of one particle chunk."""
 
     def __init__(self, m):
-        self.T = {f: np.zeros((m, 3, 3)) for f in FAMILIES}
+        self.m = m
+        self.T = {f: np.zeros((m, 6)) for f in FAMILIES}
         self.R = {f: np.zeros(m) for f in FAMILIES}
 
-    def add_T(self, family, rows, mats):
-        np.add.at(self.T[family], rows, mats)
+    def add_T(self, family, rows, vals):
+        for c in range(6):
+            self.T[family][:, c] += np.bincount(rows, weights=vals[:, c], minlength=self.m)
 
     def add_R(self, family, rows, vals):
-        np.add.at(self.R[family], rows, vals)
+        self.R[family] += np.bincount(rows, weights=np.broadcast_to(vals, rows.shape), minlength=self.m)
 
 
 def _omega2(T, R, m, J, r, wall_n, wall_k, overlap_wall) -> float:
-    """``ω²`` bound of one particle from its summed blocks (walls: the largest)."""
+    """``ω²`` bound of one particle from its summed blocks (6 entries; walls: the largest)."""
+    T = _full(T)
     lam = float(np.linalg.eigvalsh(T)[-1])
     for nw, kw in zip(wall_n, wall_k):
         kk = float(hertz_stiffness(kw, r, overlap_wall))
@@ -288,8 +319,8 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
             rows = i - p0
             blk.add_T("bond axial", rows, _outer(u, 2.0 * ka[k] / r0[k] ** 2))
             f2 = _shear_curvature(ks[k], SHEAR_ANGLE)
-            transverse = np.eye(3)[None] - u[:, :, None] * u[:, None, :]
-            blk.add_T("bond shear", rows, (8.0 * f2 / dist**2)[:, None, None] * transverse)
+            c2 = 8.0 * f2 / dist**2
+            blk.add_T("bond shear", rows, c2[:, None] * _EYE[None] - _outer(u, c2))  # c (I - n nᵀ)
             blk.add_R("bond shear", rows, 2.0 * f2)
             blk.add_R("bond bending", rows, 2.0 * km[k])
         if contacts is not None and contacts.kpp > 0:
@@ -303,7 +334,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
             lonely[i - p0] = False
             idx = np.flatnonzero(lonely)
             k = hertz_stiffness(contacts.kpp, r[p0 + idx] + r.min(), overlap_pp)
-            blk.T["particle-particle contact"][idx] += (2.0 * k)[:, None, None] * np.eye(3)[None]
+            blk.T["particle-particle contact"][idx] += (2.0 * k)[:, None] * _EYE[None]
         for f in pend:
             sel = (f.index_host >= p0) & (f.index_host < p1)
             mg = be.to_host(f.mg).astype(np.float64)[sel]
@@ -312,14 +343,12 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         mc, Jc = m[p0:p1], J[p0:p1]
         T = sum(blk.T[f] for f in FAMILIES)
         R = sum(blk.R[f] for f in FAMILIES)
-        lam = np.linalg.eigvalsh(T)[:, -1]
+        lam = lambda_max(T)
         wall_best = np.zeros(p1 - p0)
         for nw, kw in zip(wall_n, wall_k):
             kk = hertz_stiffness(kw, r[p0:p1], assumed["overlap_wall"])
-            wall_term = kk[:, None, None] * np.outer(nw, nw)[None]
-            lam_w = np.linalg.eigvalsh(T + wall_term)[:, -1]
+            lam = np.maximum(lam, lambda_max(T + _outer(np.broadcast_to(nw, (p1 - p0, 3)), kk)))
             wall_best = np.maximum(wall_best, kk)
-            lam = np.maximum(lam, lam_w)
         w2 = np.maximum(lam / mc, R / Jc)
         c = int(np.argmax(w2))
         if w2[c] > best[0]:
@@ -329,8 +358,8 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
             if f == "wall contact":
                 a2 = wall_best / mc
             else:
-                a2 = np.maximum(np.linalg.eigvalsh(blk.T[f])[:, -1] / mc, blk.R[f] / Jc)
-            alone[f] = max(alone[f], float(a2.max()))
+                a2 = np.maximum(lambda_max(blk.T[f]) / mc, blk.R[f] / Jc) if blk.T[f].any() or blk.R[f].any() else 0
+            alone[f] = max(alone[f], float(np.max(a2)))
 
     modes = {f: 2.0 / math.sqrt(w2) for f, w2 in alone.items() if w2 > 0}
     spin = float(np.sqrt((w * w).sum(axis=1)).max()) if n else 0.0

