@@ -1,8 +1,13 @@
 """Command line: ``granular run | validate | ensemble | bench | info``.
 
 Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
-stops on an integration error (the last good state is in the checkpoint); 2 for bad
-usage or input; 130 when a run was interrupted (after writing a checkpoint).
+stops on an integration error or a failed health check (the last state that passed the
+check is in the checkpoint); 2 for bad usage or input, refused before anything is
+written (an earlier run in ``--out`` without ``--overwrite``, an unwritable or full
+``--out``, too little memory, a step above the stable-step estimate without
+``--allow-unstable-step``, a run of more than 1e9 steps without ``--allow-long-run``, a
+checkpoint that cannot continue this scene); 130 when a run was interrupted (after
+writing a checkpoint).
 """
 
 from __future__ import annotations

@@ -162,3 +162,18 @@ def test_scene_differences():
                                        'walls: [{"k": 1.0}] in the checkpoint, [{"k": 1.0}, {"k": 2.0}] in the scene',
                                        "extra: absent in the checkpoint, true in the scene"]  # fmt: skip
     assert scene_differences(a, a) == []
+
+
+def test_body_scene_output_folder_and_resume(tmp_path, capsys):
+    scene = os.path.join(os.path.dirname(TORUS), "livens_free_body.toml")
+    out = tmp_path / "o"
+    assert run(scene, "--out", out, "--steps", "4", "--quiet") == 0
+    assert run(scene, "--out", out, "--steps", "4", "--quiet") == 2
+    assert "holds a finished run (4 steps" in capsys.readouterr().err
+    ckpt = out / "checkpoints" / "checkpoint.npz"
+    assert run(scene, "--resume", ckpt, "--steps", "2") == 2
+    assert "the checkpoint is at step 4 (t = 0.2); the requested end, step 2, is before it" in capsys.readouterr().err
+    assert run(scene, "--resume", ckpt, "--steps", "6", "--quiet") == 0
+    assert json.loads((out / "run.json").read_text())["steps"] == 6
+    assert run(scene, "--out", out, "--steps", "3", "--quiet", "--overwrite") == 0
+    assert json.loads((out / "run.json").read_text())["steps"] == 3
