@@ -86,11 +86,10 @@ class HealthCheck:
         change = E - self.energy0
         scale = max(self.scale, _magnitude(row, self.gravity0))
         if not (abs(change) <= self.tolerance * scale):  # NaN fails too
-            rel = abs(change) / scale if scale > 0 else math.inf
             released = " + U_released" if "U_released" in row else ""
-            return (f"the total energy{released} is {E:.6g}; it started at {self.energy0:.6g} (a change of "
-                    f"{rel:.3g} times the energy scale {scale:.6g}; [run] energy_tolerance allows "
-                    f"{self.tolerance:g})")  # fmt: skip
+            return (f"the total energy{released} is {E:.6g}; it started at {self.energy0:.6g}. The change, "
+                    f"{abs(change):.3g}, is more than {self.tolerance:g} (run.energy_tolerance) times the energy "
+                    f"scale {scale:.6g} (the largest energy magnitude so far, this state's included)")  # fmt: skip
         xp = self.model.backend.xp
         speed = xp.sqrt((state.v * state.v).sum(axis=1))
         spin = xp.sqrt((state.omega * state.omega).sum(axis=1))
