@@ -36,7 +36,7 @@ class ChunkStore:
         self.manifest = json.loads(json.dumps(manifest, default=str))
 
     @classmethod
-    def create(cls, out, manifest) -> "ChunkStore":
+    def create(cls, out, manifest) -> ChunkStore:
         """A new store (the directory must hold no chunks)."""
         self = cls(out, manifest)
         os.makedirs(self.dir, exist_ok=True)
@@ -44,7 +44,7 @@ class ChunkStore:
         return self
 
     @classmethod
-    def reopen(cls, out, manifest) -> "ChunkStore":
+    def reopen(cls, out, manifest) -> ChunkStore:
         """The store of an interrupted ensemble in ``out``; OutDirError when there is none or
         it was made with other arguments (the message says which)."""
         self = cls(out, manifest)

@@ -45,7 +45,8 @@ import time
 
 import numpy as np
 
-from . import __version__, diagnostics as diag
+from . import __version__
+from . import diagnostics as diag
 from .health import ENERGY_TOLERANCE, HealthCheck, HealthError, Snapshot
 from .integrators import ExplicitIntegrator, IntegrationError
 from .io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint, write_walls

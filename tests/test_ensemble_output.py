@@ -102,7 +102,7 @@ def test_interrupted_ensemble_keeps_its_chunks_and_resumes(tmp_path):
 
 def _doc_snippet():
     text = open(os.path.join(ROOT, "docs", "ensemble.md")).read()
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    return re.search(r"```python\n(.*?)```", text, re.DOTALL).group(1)
 
 
 def test_documented_heavy_top_example_samples_steady_precession(tmp_path):

@@ -8,15 +8,15 @@ import os
 
 import numpy as np
 import pytest
+from test_stability import scene_with
 
-from granular import cli, diagnostics as diag
+from granular import cli
+from granular import diagnostics as diag
 from granular.health import HealthCheck, Snapshot
 from granular.io import load_checkpoint, read_series
 from granular.model import ModelBuilder
 from granular.scene import build_model, load_scene
 from granular.simulation import STATE_ARRAYS, restore_state, series_row
-
-from test_stability import scene_with
 
 
 def checkpoint_energy(scene_path, out):

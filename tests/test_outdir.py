@@ -9,12 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from test_stability import TORUS, scene_with
 
 from granular import cli, resources
 from granular.io import load_checkpoint
 from granular.outdir import scene_differences
-
-from test_stability import TORUS, scene_with
 
 
 def run(*args):

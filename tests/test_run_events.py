@@ -9,11 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from test_stability import TORUS
 
 from granular import cli
 from granular.simulation import LONG_RUN_STEPS, Progress, format_duration
-
-from test_stability import TORUS
 
 
 def test_quiet_log_json_prints_events_and_the_final_checkpoint(tmp_path, capsys):

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from granular import cli, diagnostics as diag
+from granular import cli
+from granular import diagnostics as diag
 from granular.integrators import ExplicitIntegrator, IntegrationError
 from granular.model import ModelBuilder
 from granular.shapes import add_torus
