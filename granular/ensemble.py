@@ -43,13 +43,19 @@ Summary columns (each an (N,) array; units of the scene):
 livens the generalized energy (74); rolling ball ``E - W``; absolute drift
 ``E(t_end) - E(0)`` [M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
 ``L_error_x..z`` and ``L_error_norm`` (spatial angular momentum drift [M L²/T]; NaN for
-the rolling ball), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
+the rolling ball and for the components a body does not conserve, e.g. the heavy top's
+horizontal ones; the norm is over the conserved components), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
 ``flip_time`` (first time that body-axis component changes sign, linearly interpolated
 between steps [T]; NaN when it never flips: the event of the unstable (intermediate-axis)
 rotation; note that :mod:`granular.validation.ulvc` times a flip by the zero crossing of
 a body point's ``p_z`` instead, a different event). A chunk whose
 step fails (Newton not converged, non-finite state) raises; there is no per-body failure
 column. With ``--scheduler``, ``file(...)`` paths must be readable by the workers.
+
+``granular ensemble`` writes each chunk's rows as the chunk finishes
+(:mod:`granular.ensemble_store`), so an interrupted ensemble keeps them and ``--resume``
+runs only the missing chunks; an earlier ensemble in ``--out`` is not replaced without
+``--overwrite``.
 """
 
 from __future__ import annotations
