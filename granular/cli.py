@@ -1,8 +1,13 @@
 """Command line: ``granular run | validate | ensemble | bench | info``.
 
 Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
-stops on an integration error (the last good state is in the checkpoint); 2 for bad
-usage or input; 130 when a run was interrupted (after writing a checkpoint).
+stops on an integration error or a failed health check (the last state that passed the
+check is in the checkpoint); 2 for bad usage or input, refused before anything is
+written (an earlier run in ``--out`` without ``--overwrite``, an unwritable or full
+``--out``, too little memory, a step above the stable-step estimate without
+``--allow-unstable-step``, a run of more than 1e9 steps without ``--allow-long-run``, a
+checkpoint that cannot continue this scene); 130 when a run was interrupted (after
+writing a checkpoint).
 """
 
 from __future__ import annotations
@@ -13,6 +18,12 @@ import math
 import os
 import platform
 import sys
+
+from .integrators import IntegrationError
+from .outdir import clear, plan_out_dir, scene_differences
+from .resources import check_writable
+from .simulation import LONG_RUN_STEPS, long_run_refused
+from .stability import estimate_stable_step
 
 
 def _versions() -> dict:
@@ -84,22 +95,6 @@ def cmd_validate(args) -> int:
     return 0 if report.passed else 1
 
 
-def _prepare_out_dir(out: str) -> None:
-    """Reuse a previous run's directory (our own files only); refuse a foreign one."""
-    import shutil
-
-    if not os.path.isdir(out) or not os.listdir(out):
-        return
-    ours = {"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu"}
-    present = set(os.listdir(out))
-    if not present <= ours:
-        raise ValueError(f"--out: {out!r} exists and holds files that are not a granular run's "
-                         f"({sorted(present - ours)[:3]}); choose another directory")  # fmt: skip
-    for name in present:
-        path = os.path.join(out, name)
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-
-
 def _positive_finite(text: str) -> float:
     try:
         value = float(text)
@@ -120,61 +115,116 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def total_steps(args, run) -> int:
+    """Steps of the whole run (from step 0): ``--steps``, ``--time``, or the scene's ``[run]``."""
+    if getattr(args, "steps", None) is not None:
+        return args.steps
+    if getattr(args, "time", None) is not None:
+        return int(round(args.time / run.dt))
+    if run.steps is not None:
+        return run.steps
+    return int(round(run.duration / run.dt))
+
+
+def _resume_problem(meta, scene_dict, path, total) -> str | None:
+    """Why the checkpoint ``meta`` cannot continue this scene to ``total`` steps."""
+    if meta.get("scene") != scene_dict:
+        diffs = scene_differences(meta.get("scene") or {}, scene_dict)
+        return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)
+                + ". Resume with the scene that wrote it, or start a new run")  # fmt: skip
+    step, t = int(meta.get("step", 0)), float(meta.get("time", 0.0))
+    if total < step:
+        return (f"the checkpoint is at step {step} (t = {t:.6g}); the requested end, step {total} "
+                f"(t = {total * float(meta.get('dt', 0.0)):.6g}), is before it. Give a later --time or more --steps")  # fmt: skip
+    return None
+
+
+def _resume_dir_problem(out) -> str | None:
+    missing = [n for n in ("frames.pvd", "series.csv") if not os.path.isfile(os.path.join(out, n))]
+    if missing:
+        return (f"{out} holds no run to continue (no {' or '.join(missing)}); a resumed run writes into the run "
+                "directory of its checkpoint: leave out --out, or give that directory")  # fmt: skip
+    return None
+
+
 def cmd_run(args) -> int:
-    from .integrators import IntegrationError
+    from .io import load_checkpoint
     from .scene import SceneError, build_model, load_scene
     from .simulation import Simulation, restore_state
+
+    def refuse(text) -> int:
+        print(f"granular run: {text}", file=sys.stderr)
+        return 2
 
     try:
         scene = load_scene(args.scene)
     except SceneError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    if args.resume is not None and args.overwrite:
+        return refuse("--resume continues the run in its directory and --overwrite replaces a run; give one of them")
     if scene.bodies is not None:
         from .bodies.scenes import run_bodies
 
         return run_bodies(scene, args)
+    total = total_steps(args, scene.run)
+    if total < 1:
+        return refuse(f"the run is shorter than one step (dt = {scene.run.dt})")
+    why = long_run_refused(total, scene.run.dt, args)
+    if why:
+        return refuse(why)
+    scene_dict = scene.model_dump(mode="json")
+    resumed = args.resume is not None
+    to_clear, meta = [], {}
+    if resumed:
+        arrays, meta = load_checkpoint(args.resume)
+        why = _resume_problem(meta, scene_dict, args.resume, total)
+        if why:
+            return refuse(f"--resume: {why}")
+        out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(args.resume)))
+        if total == int(meta.get("step", 0)):
+            if not args.quiet:
+                print(f"granular run: the checkpoint is already at step {total} (t = {meta.get('time'):.6g}), the end "
+                      f"of the run; nothing to do (give a later --time or more --steps to go on)", file=sys.stderr)  # fmt: skip
+            return 0
+        why = _resume_dir_problem(out)
+        if why:
+            return refuse(f"--resume: {why}")
+    else:
+        out = args.out or os.path.join("out", scene.name)
+        to_clear = plan_out_dir(out, overwrite=args.overwrite)
+    check_writable(out)
     try:
         model, run = build_model(scene, backend=args.backend, source=args.scene, precision=args.precision)
     except SceneError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    if args.steps is not None:
-        total = args.steps
-    elif args.time is not None:
-        total = int(round(args.time / run.dt))
-    elif run.steps is not None:
-        total = run.steps
-    else:
-        total = int(round(run.duration / run.dt))
-    if total < 1:
-        print(f"granular run: the run is shorter than one step (dt = {run.dt})", file=sys.stderr)
-        return 2
-    scene_dict = scene.model_dump(mode="json")
     state = model.state()
-    resumed = args.resume is not None
+    estimate = estimate_stable_step(model, state, run.integrator)
+    if run.dt > estimate.h_max and not (run.allow_unstable_step or args.allow_unstable_step):
+        return refuse(f"run.dt = {run.dt:g} is above the stable-step estimate {estimate.describe()}. The explicit "
+                      f"maps are stable for h ω < 2 only: reduce run.dt (below {estimate.h_max:.3g}), or give "
+                      "--allow-unstable-step (or [run] allow_unstable_step = true) to run it anyway")  # fmt: skip
     if resumed:
-        from .io import load_checkpoint
-
-        arrays, meta = load_checkpoint(args.resume)
-        if meta.get("scene") != scene_dict:
-            print(f"granular run: --resume: checkpoint {args.resume!r} was written for a different scene", file=sys.stderr)
-            return 2
         if meta.get("backend") != model.backend.name:
-            print(f"granular run: --resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
-                  f"{model.backend.name!r} (bit-for-bit restarts need the same backend)", file=sys.stderr)  # fmt: skip
-            return 2
+            return refuse(f"--resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
+                          f"{model.backend.name!r} (bit-for-bit restarts need the same backend)")  # fmt: skip
         restore_state(model, state, arrays)
-        out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(args.resume)))
-    else:
-        out = args.out or os.path.join("out", scene.name)
-        _prepare_out_dir(out)
-    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json)
+    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json, stable_step=estimate)
+    sim.preflight(total, state.step)
+    clear(to_clear)
+    if not args.quiet and not args.log_json:
+        unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""
+        print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds on {model.backend.name}; "
+              f"steps {state.step} to {total} of dt = {run.dt:g} (t = {total * run.dt:.6g}); stable-step estimate "
+              f"{estimate.describe()}{unstable}", file=sys.stderr)  # fmt: skip
+    ckpt = os.path.join(out, "checkpoints", "checkpoint.npz")
     try:
-        info = sim.execute(state, total, resumed=resumed)
+        info = sim.execute(state, total, resumed=resumed, health_start=meta.get("health"))
     except IntegrationError as exc:
-        print(f"granular run: {exc}\n  the last good state is in {os.path.join(out, 'checkpoints', 'checkpoint.npz')}",
-              file=sys.stderr)  # fmt: skip
+        good = sim.info or {}
+        print(f"granular run: {exc}\n  the last good state (step {good.get('steps')}, t = {good.get('time', 0):.6g}, "
+              f"the last that passed the health check) is in {ckpt}", file=sys.stderr)  # fmt: skip
         return 1
     if not args.quiet and not args.log_json:
         rate = info["steps_per_s"]
@@ -207,8 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--time", type=_positive_finite, metavar="T", help="run to time T instead of run.duration")
     length.add_argument("--steps", type=_positive_int, metavar="N", help="run N steps in all")
     run.add_argument("--resume", metavar="CHECKPOINT", help="continue from a checkpoint of this scene")
+    run.add_argument("--overwrite", action="store_true", help="replace an earlier run in --out (refused without it)")
+    run.add_argument("--allow-unstable-step", action="store_true",
+                     help="run even when run.dt is above the stable-step estimate")
+    run.add_argument("--allow-long-run", action="store_true",
+                     help=f"start a run of more than {LONG_RUN_STEPS:.0e} steps without asking")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    run.add_argument("--log-json", action="store_true", help="JSON-lines events on stdout, for scripts")
+    run.add_argument("--log-json", action="store_true",
+                     help="JSON-lines events on stdout, for scripts (also with --quiet)")
     run.set_defaults(func=cmd_run)
 
     # dispatched in main() before this parser; listed here for `granular -h`
@@ -236,7 +292,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     from .backend import BackendError
-    from .integrators import IntegrationError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "ensemble":  # its own parser, options included (-h, --vary, ...)
@@ -252,6 +307,10 @@ def main(argv=None) -> int:
         return 141
     except (ValueError, BackendError, IntegrationError) as exc:  # bad input, no backend: one clear line
         print(f"granular {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # the estimate of granular.resources missed: still one line
+        print(f"granular {args.command}: error: out of memory ({type(exc).__name__}: {exc}); use fewer "
+              "particles or a larger machine", file=sys.stderr)  # fmt: skip
         return 2
 
 

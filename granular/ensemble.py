@@ -43,26 +43,38 @@ Summary columns (each an (N,) array; units of the scene):
 livens the generalized energy (74); rolling ball ``E - W``; absolute drift
 ``E(t_end) - E(0)`` [M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
 ``L_error_x..z`` and ``L_error_norm`` (spatial angular momentum drift [M L²/T]; NaN for
-the rolling ball), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
+the rolling ball and for the components a body does not conserve, e.g. the heavy top's
+horizontal ones; the norm is over the conserved components), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
 ``flip_time`` (first time that body-axis component changes sign, linearly interpolated
 between steps [T]; NaN when it never flips: the event of the unstable (intermediate-axis)
 rotation; note that :mod:`granular.validation.ulvc` times a flip by the zero crossing of
 a body point's ``p_z`` instead, a different event). A chunk whose
 step fails (Newton not converged, non-finite state) raises; there is no per-body failure
 column. With ``--scheduler``, ``file(...)`` paths must be readable by the workers.
+
+``granular ensemble`` writes each chunk's rows as the chunk finishes
+(:mod:`granular.ensemble_store`), so an interrupted ensemble keeps them and ``--resume``
+runs only the missing chunks; an earlier ensemble in ``--out`` is not replaced without
+``--overwrite``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import re
+import signal
 import sys
+import threading
 import time as _time
 from dataclasses import dataclass
 
 import numpy as np
+
+from .cli import _versions
+from .ensemble_store import open_store
 
 __all__ = ["Distribution", "EnsembleSpecError", "main", "parse_vary", "run_ensemble", "sample", "write_outputs"]
 
@@ -355,6 +367,32 @@ def _invariants(system):
     return h(inv["energy_balance"]), None
 
 
+def _conserved_L(cfg, m) -> np.ndarray:
+    """(m, 3) bool: which spatial components of each body's angular momentum its scheme
+    conserves. All of them for a free body; under gravity (the heavy top, a falling ULVC
+    body) only those along gravity, since the weight's moment is horizontal; none under
+    the director schemes' loads or ULVC's torques. The others are reported as NaN."""
+    t = cfg.table
+    keep = np.ones((m, 3), dtype=bool)
+    g = np.asarray(getattr(t, "gravity", None) or (0.0, 0.0, 0.0), dtype=np.float64).reshape(-1)[:3]
+    along = np.linalg.norm(np.cross(g, np.eye(3)), axis=1) == 0.0  # e_c parallel to g (all when g = 0)
+    if t.scheme == "livens":
+        mass = np.broadcast_to(np.asarray(cfg.arrays.get("mass", np.zeros(m))), (m,))
+        com = np.broadcast_to(np.asarray(cfg.arrays.get("center_of_mass", np.zeros((m, 3)))), (m, 3))
+        heavy = (mass > 0) & (np.linalg.norm(com, axis=1) > 0)
+        keep[heavy] = along
+    elif t.scheme == "ulvc":
+        if t.torque_body is not None or t.torque_spatial is not None:
+            keep[:] = False
+        elif t.gravity is not None:
+            keep[:] = along
+    elif t.scheme in ("directors", "nontwisting"):
+        loaded = np.array([name not in ("none", "case1") for name in cfg.load] or [False], dtype=bool)
+        loaded = np.broadcast_to(loaded | (getattr(t, "moment", None) is not None), (m,))
+        keep[loaded] = False
+    return keep
+
+
 def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
     """Build bodies ``start..stop-1`` as one batched system, run ``spec.steps`` steps of
     ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``."""
@@ -426,10 +464,11 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
             out[f"L_error_{a}"] = np.full(mb, np.nan)
         out["L_error_norm"] = np.full(mb, np.nan)
     else:
-        dL = np.asarray(L1 - L0)
+        kept = _conserved_L(cfg, mb)
+        dL = np.where(kept, np.asarray(L1 - L0, dtype=np.float64), np.nan)
         for c, a in enumerate("xyz"):
             out[f"L_error_{a}"] = dL[:, c].copy()
-        out["L_error_norm"] = np.linalg.norm(dL, axis=1)
+        out["L_error_norm"] = np.where(kept.any(axis=1), np.sqrt(np.where(kept, dL, 0.0) ** 2 @ np.ones(3)), np.nan)
     out["flip_axis"] = system.host(axis).astype(np.int64) + 1
     out["flip_time"] = np.asarray(system.host(flip), dtype=np.float64)
     return {k: np.ascontiguousarray(v[:m]) for k, v in out.items()}
@@ -523,7 +562,7 @@ def collect(parts, n: int) -> dict:
 
 
 def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", client=None, steps=None, time=None,
-                 summaries=None, retries=3, _kill_once_dir=None) -> dict:  # fmt: skip
+                 summaries=None, retries=3, _kill_once_dir=None, store=None) -> dict:  # fmt: skip
     """Run ``n`` bodies of the ``[bodies]`` scene ``scene`` (a path or a loaded
     :class:`~granular.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
     ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
@@ -536,12 +575,20 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     column names to keep (default: all, see the module docstring). Returns
     ``{column: (n,) array}`` in body order; identical for any ``chunk_size`` and
     ``client`` on the same backend. Raises :class:`EnsembleSpecError` (bad arguments),
-    :class:`~granular.scene.SceneError` (bad scene), and a chunk's step failure."""
+    :class:`~granular.scene.SceneError` (bad scene), and a chunk's step failure.
+
+    ``store``: a :class:`~granular.ensemble_store.ChunkStore`; each chunk's table is saved
+    there as it comes back, and chunks already there are not run again (resume)."""
     spec = make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
     if _kill_once_dir is not None:
         spec.kill_once_dir = str(_kill_once_dir)
     bounds = chunk_bounds(spec.n, chunk_size)
-    if client is None:
+    if store is not None:
+        done = store.done()
+        todo = [ab for ab in bounds if ab not in done]
+        parts = _stored_run(spec, todo, store, client, retries)
+        table = collect(itertools.chain((store.load(a, b) for a, b in bounds if (a, b) in done), parts), spec.n)
+    elif client is None:
         table = collect((run_chunk(spec, a, b) for a, b in bounds), spec.n)
     else:
         from dask.distributed import as_completed
@@ -562,6 +609,22 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
             raise EnsembleSpecError(f"summaries: unknown column(s) {missing}; available: {', '.join(table)}")
         table = {c: table[c] for c in ["body", *[s for s in summaries if s != "body"]]}
     return table
+
+
+def _stored_run(spec, bounds, store, client, retries):
+    """Run the chunks ``bounds`` (in process or on ``client``) and save each to ``store`` as
+    it comes back; yields their tables."""
+    if client is None:
+        for a, b in bounds:
+            yield store.save(run_chunk(spec, a, b))
+        return
+    from dask.distributed import as_completed
+
+    futures = client.map(run_chunk, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
+                         retries=retries, pure=False)  # fmt: skip
+    for fut, part in as_completed(futures, with_results=True):
+        fut.release()
+        yield store.save(part)
 
 
 # ----------------------------------------------------------------- output
@@ -657,8 +720,23 @@ def _parser():
     p.add_argument("--hist", action="append", default=None, metavar="COLUMN", help="histogram column (repeatable)")
     p.add_argument("--trajectories", type=int, default=0, metavar="K",
                    help="also run K bodies spread over the ensemble with full output (frames, series) in OUT/subsample")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier ensemble in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
     p.add_argument("--quiet", action="store_true")
     return p
+
+
+def _sigterm_as_interrupt():
+    """Make SIGTERM stop the ensemble like Ctrl-C (finished chunks are kept); returns the
+    previous handler (None outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def subsample_indices(n: int, k: int) -> np.ndarray:
@@ -678,7 +756,8 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
     table, _ = chunk_table(spec, 0, 0, idx=idx)
     sub = scene.model_copy(update={"bodies": table, "name": f"{scene.name}_subsample"})
     opts = SimpleNamespace(scene=f"{args.scene} (subsample)", out=out_dir, backend=args.backend, precision=None,
-                           time=None, steps=spec.steps, resume=None, quiet=True, log_json=False)  # fmt: skip
+                           time=None, steps=spec.steps, resume=None, quiet=True, log_json=False,
+                           overwrite=True)  # fmt: skip
     return run_bodies(sub, opts)
 
 
@@ -701,8 +780,21 @@ def main(argv=None) -> int:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("out", f"{scene.name}_ensemble")
+    manifest = {"scene": scene.model_dump(mode="json"), "n": args.n, "vary": args.vary, "seed": args.seed,
+                "chunk": args.chunk, "steps": spec.steps, "dt": spec.dt, "backend": args.backend}  # fmt: skip
+    try:
+        store = open_store(out, manifest, resume=args.resume, overwrite=args.overwrite, n=args.n,
+                           columns=32 + len(args.vary) * 3)  # fmt: skip
+    except ValueError as exc:  # OutDirError, ResourceError
+        print(f"granular ensemble: {exc}", file=sys.stderr)
+        return 2
+    if store is None:
+        if not args.quiet:
+            print(f"granular ensemble: the ensemble in {out} is finished; nothing to do", file=sys.stderr)
+        return 0
     client = cluster = None
     started = _time.perf_counter()
+    previous = _sigterm_as_interrupt()
     try:
         if args.dask or args.scheduler:
             try:
@@ -727,14 +819,22 @@ def main(argv=None) -> int:
                                        dashboard_address=None)  # fmt: skip
                 client = Client(cluster)
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
-                             client=client, steps=args.steps, time=args.time, retries=args.retries)  # fmt: skip
+                             client=client, steps=args.steps, time=args.time, retries=args.retries,
+                             store=store)  # fmt: skip
     except EnsembleSpecError as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        done, total = len(store.done()), len(chunk_bounds(args.n, args.chunk))
+        print(f"granular ensemble: interrupted; {done} of {total} chunks are kept in {store.dir}; run the same "
+              "command with --resume to finish it", file=sys.stderr)  # fmt: skip
+        return 130
     except Exception as exc:  # noqa: BLE001  a chunk failed (Newton, non-finite state, worker lost for good)
         print(f"granular ensemble: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if client is not None:
             client.close()
         if cluster is not None:
@@ -747,7 +847,9 @@ def main(argv=None) -> int:
     if args.trajectories:
         idx = subsample_indices(args.n, args.trajectories)
         meta["subsample_bodies"] = idx.tolist()
+    meta["versions"] = _versions()
     write_outputs(table, out, args.hist, meta)
+    store.remove()
     if args.trajectories:
         status = run_subsample(scene, spec, idx, os.path.join(out, "subsample"), args)
         if status != 0:

@@ -17,12 +17,18 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from scipy.spatial import cKDTree
 
+from .backend import get_backend
+from .health import ENERGY_TOLERANCE
 from .model import ModelBuilder
+from .resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
 from .shapes import add_tori, add_torus
 
 #: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
 MAX_PARTICLES = 100_000_000
+#: Particles closer than this fraction of their radii sum count as coincident.
+COINCIDENT = 1e-9
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
@@ -60,6 +66,8 @@ class RunTable(_Strict):
     checkpoint_every: Positive | None = None
     backend: Literal["auto", "cpu", "gpu"] = "auto"
     precision: Literal["float64", "float32"] = "float64"
+    allow_unstable_step: bool = False
+    energy_tolerance: Positive = ENERGY_TOLERANCE
 
     @model_validator(mode="after")
     def _one_length(self):
@@ -193,6 +201,7 @@ class Wall(_Strict):
     normal: Vec3
     offset: Finite = 0.0
     k: NonNegative | None = None
+    allow_initial_overlap: bool = False
 
     @field_validator("normal")
     @classmethod
@@ -359,8 +368,6 @@ def _random_packing(g: RandomParticles, path: str):
         radii = rng.uniform(g.radius[0], g.radius[1], g.count)
     else:
         radii = np.full(g.count, g.radius)
-    from scipy.spatial import cKDTree
-
     placed = np.empty((g.count, 3))
     rmax = radii.max()
     tree, in_tree = None, 0
@@ -395,6 +402,11 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     """Fill a :class:`ModelBuilder` from ``scene`` and finalize it on ``backend`` (default:
     the scene's ``run.backend``). Returns ``(model, scene.run)``; :class:`SceneError` for
     problems only visible once particles exist (overlaps, bond distances)."""
+    be = get_backend(backend or scene.run.backend)
+    dtype = np.dtype(precision or scene.run.precision)
+    n_bonds = _known_bonds(scene)
+    _check_memory(scene, sum(_group_count(g) for g in scene.particles), n_bonds + _lattice_bonds(scene), be, dtype,
+                  source)  # fmt: skip
     b = ModelBuilder()
     errors = []
     groups = {}
@@ -458,8 +470,6 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
         if isinstance(bs, ExplicitBonds):
             pairs = np.asarray(bs.pairs, dtype=np.int64)
         else:
-            from scipy.spatial import cKDTree
-
             members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
             found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
             pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
@@ -468,29 +478,21 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
                 continue
         try:
             b.add_bonds(pairs, ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max)
+            n_bonds += 0 if isinstance(bs, ExplicitBonds) else len(pairs)
         except ValueError as exc:
             errors.append((path, str(exc)))
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
                        skin=scene.contacts.skin)  # fmt: skip
-        if not scene.contacts.allow_initial_overlap and len(x_all) > 1:
-            from scipy.spatial import cKDTree
-
-            pairs = cKDTree(x_all).query_pairs(2 * r_all.max(), output_type="ndarray")
-            if len(pairs):
-                d = np.linalg.norm(x_all[pairs[:, 0]] - x_all[pairs[:, 1]], axis=1)
-                reach = r_all[pairs[:, 0]] + r_all[pairs[:, 1]]
-                bad = d < reach * (1 - 1e-9)
-                if bad.any():
-                    i, j = pairs[np.argmax(bad)]
-                    errors.append(("contacts.allow_initial_overlap", f"particles {i} and {j} overlap at the start "
-                                   f"(distance {d[np.argmax(bad)]:.6g} < radii sum {reach[np.argmax(bad)]:.6g}) and "
-                                   f"{int(bad.sum())} pair(s) in all; move them or set allow_initial_overlap = true"))  # fmt: skip
+        errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
     for k, w in enumerate(scene.walls):
         try:
             b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else scene.contacts.kpp)
         except ValueError as exc:
             errors.append((f"walls[{k}]", str(exc)))
+            continue
+        if not w.allow_initial_overlap:
+            errors.extend(_wall_errors(k, w, x_all, r_all))
     if scene.fields.gravity is not None:
         try:
             b.set_gravity(scene.fields.gravity)
@@ -503,8 +505,93 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
             errors.append((f"fields.pendulum[{k}]", str(exc)))
     if errors:
         raise SceneError(errors, source)
+    _check_memory(scene, len(x_all), n_bonds, be, dtype, source)
     try:
-        model = b.finalize(backend or scene.run.backend, dtype=np.dtype(precision or scene.run.precision))
+        model = b.finalize(be, dtype=dtype)
     except ValueError as exc:
         raise SceneError([("(model)", str(exc))], source) from None
     return model, scene.run
+
+
+def _overlap_errors(x, r, allowed) -> list:
+    """Coincident particles (always an error with contacts: their contact has no direction)
+    and, unless ``allowed``, overlapping ones."""
+    if len(x) < 2:
+        return []
+    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray")
+    if not len(pairs):
+        return []
+    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    reach = r[pairs[:, 0]] + r[pairs[:, 1]]
+    same = d <= COINCIDENT * reach
+    if same.any():
+        k = int(np.argmax(same))
+        i, j = sorted(int(p) for p in pairs[k])
+        return [("particles", f"particles {i} and {j} start at the same position (distance {d[k]:.3g}, radii sum "
+                 f"{reach[k]:.6g}), {int(same.sum())} pair(s) in all: the contact force between coincident "
+                 "particles has no direction (allow_initial_overlap does not cover this); move them apart")]  # fmt: skip
+    bad = d < reach * (1 - 1e-9)
+    if allowed or not bad.any():
+        return []
+    k = int(np.argmax(bad))
+    i, j = sorted(int(p) for p in pairs[k])
+    return [("contacts.allow_initial_overlap", f"particles {i} and {j} overlap at the start (distance {d[k]:.6g} < "
+             f"radii sum {reach[k]:.6g}) and {int(bad.sum())} pair(s) in all; move them or set "
+             "allow_initial_overlap = true")]  # fmt: skip
+
+
+def _wall_errors(k, wall, x, r) -> list:
+    """Particles that start inside wall ``k`` (centre closer to the plane than the radius,
+    or behind it)."""
+    n = np.asarray(wall.normal, dtype=np.float64)
+    n = n / np.linalg.norm(n)
+    s = x @ n - wall.offset
+    bad = s < r * (1 - 1e-9)
+    if not bad.any():
+        return []
+    i = int(np.argmin(s - r))
+    where = "behind the wall" if s[i] < 0 else "inside the wall"
+    return [(f"walls[{k}].allow_initial_overlap", f"particle {i} starts {where}: its centre is {s[i]:.6g} from the "
+             f"plane (radius {r[i]:.6g}), {int(bad.sum())} particle(s) in all; move them or set "
+             "allow_initial_overlap = true in this [[walls]] table")]  # fmt: skip
+
+
+def _known_bonds(scene) -> int:
+    """Bonds of the tori and explicit bond sets (known before any particle is placed)."""
+    total = 0
+    for g in scene.particles:
+        if isinstance(g, TorusParticles) and g.bonds:
+            total += g.n
+        elif isinstance(g, ToriParticles) and g.bonds:
+            total += g.n * g.count
+    return total + sum(len(bs.pairs) for bs in scene.bonds if isinstance(bs, ExplicitBonds))
+
+
+def _lattice_bonds(scene) -> int:
+    """Estimate of the neighbour bonds of lattice groups: lattice vectors within the cutoff
+    (halved) per particle, the interior count (other groups: found when built)."""
+    lattices = {g.name: g for g in scene.particles if isinstance(g, LatticeParticles)}
+    unnamed = [g for g in scene.particles if isinstance(g, LatticeParticles) and g.name is None]
+    total = 0
+    for bs in scene.bonds:
+        if not isinstance(bs, NeighborBonds):
+            continue
+        members = [lattices[n] for n in bs.groups if n in lattices] if bs.groups else list(lattices.values()) + unnamed
+        for g in members:
+            m = int(bs.cutoff / g.spacing)
+            if m > 20:  # many neighbours: the ball's volume in lattice cells
+                per = int(2.0 / 3.0 * math.pi * (bs.cutoff / g.spacing) ** 3)
+            else:
+                k = np.arange(-m, m + 1)
+                d2 = k[:, None, None] ** 2 + k[None, :, None] ** 2 + k[None, None, :] ** 2
+                per = int(((d2 > 0) & (d2 * g.spacing**2 <= bs.cutoff**2)).sum()) // 2
+            total += per * math.prod(g.shape)
+    return total
+
+
+def _check_memory(scene, n, bonds, backend, dtype, source) -> None:
+    capacity = NEIGHBOR_CAPACITY if scene.contacts is not None and scene.contacts.search == "cells" else 0
+    try:
+        check_memory(n, bonds, capacity, dtype, backend, what=source)
+    except ResourceError as exc:
+        raise SceneError([("particles", str(exc))], source) from None

@@ -1,6 +1,6 @@
 """The run loop: stepping, output cadence, checkpoints, progress, health checks.
 
-The output directory is a stable contract (see ``docs/output.md``):
+The output directory is a stable contract (see ``docs/scenes.md``, "Output directory"):
 
 ``frames.pvd``, ``frames/*.vtu``
     ParaView time series: particles as vertex cells with point data ``id``, ``radius``,
@@ -14,7 +14,9 @@ The output directory is a stable contract (see ``docs/output.md``):
     ``L_*``, ``broken_bonds``, pendulum invariants, and for fewer than 10 particles each
     particle's state.
 ``run.json``
-    scene, version, backend, precision, dt, steps, wall time, steps/s.
+    scene, version, backend, precision, dt, the stable-step estimate
+    (:mod:`granular.stability`), steps, wall time, steps/s, the health check's start
+    values, and the error that stopped the run, if any.
 ``plots/*.png``
     energies, momenta and invariants over time.
 ``checkpoints/checkpoint.npz``
@@ -24,6 +26,11 @@ The output directory is a stable contract (see ``docs/output.md``):
 Every file is written to a temporary name and renamed, so a run killed at any moment
 leaves a readable directory; SIGINT (Ctrl-C) and SIGTERM stop after the current step,
 write a checkpoint and exit cleanly.
+
+The run advances in blocks of steps between output events (:func:`next_event`); at each
+event the state is checked (:mod:`granular.health`) before anything is written, and a
+copy of the last state that passed is kept on the backend, so a failed check or step
+writes that state, never the exploded one, as the checkpoint.
 """
 
 from __future__ import annotations
@@ -38,14 +45,65 @@ import time
 
 import numpy as np
 
-from . import __version__, diagnostics as diag
+from . import __version__
+from . import diagnostics as diag
+from .health import ENERGY_TOLERANCE, HealthCheck, HealthError, Snapshot
 from .integrators import ExplicitIntegrator, IntegrationError
+from .io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint, write_walls
+from .io._atomic import atomic_write_bytes
+from .resources import cadence, check_disk, check_writable, output_counts, run_output_bytes
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
 
 
+#: Runs of more steps than this start only with --allow-long-run (or a "y" at a terminal).
+LONG_RUN_STEPS = 10**9
+#: More steps than the step counter (int64) and the checkpoints hold.
+MAX_STEPS = 2**62
+#: Steps per second assumed when telling how long a long run would take.
+ASSUMED_RATE = 1e5
+
+
+def format_duration(seconds) -> str:
+    """``"01:02:03"`` below a day, ``"3 d 04:05:06"`` below 1000 days, else ``"2.5e+03 years"``."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "--:--:--"
+    if seconds >= 1000 * 86400:
+        return f"{seconds / (365.25 * 86400):.3g} years"
+    s = int(round(seconds))
+    days, s = divmod(s, 86400)
+    hms = f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    return f"{days} d {hms}" if days else hms
+
+
+def long_run_refused(total, dt, args) -> str | None:
+    """Why a run of ``total`` steps does not start (None: it does). Above
+    :data:`LONG_RUN_STEPS` it starts only with ``--allow-long-run`` or a "y" at a terminal."""
+    if total > MAX_STEPS:
+        return (f"the run asks for {total:.3g} steps (t = {total * dt:.6g} at dt = {dt:g}); the step counter holds "
+                f"at most {MAX_STEPS:.3g}. Give a shorter --time or --steps")  # fmt: skip
+    if total <= LONG_RUN_STEPS or getattr(args, "allow_long_run", False):
+        return None
+    eta = format_duration(total / ASSUMED_RATE)
+    text = (f"the run asks for {total:.3g} steps (t = {total * dt:.6g} at dt = {dt:g}); at {ASSUMED_RATE:.0e} "
+            f"steps/s, fast for a small system, that takes {eta}")  # fmt: skip
+    interactive = sys.stdin.isatty() and sys.stderr.isatty() and not (getattr(args, "quiet", False) or getattr(args, "log_json", False))
+    if interactive:
+        print(f"granular run: {text}.", file=sys.stderr)
+        try:
+            answer = input("Start it anyway? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() in ("y", "yes"):
+            return None
+    return f"{text}. Give --allow-long-run to start it anyway, or a shorter --time or --steps"
+
+
 class Progress:
-    """Progress bar on stderr (steps/s and ETA), or JSON lines with ``log_json``."""
+    """Progress bar on stderr (steps/s and ETA), or JSON lines with ``log_json``.
+
+    ``quiet`` silences the human-readable bar; JSON events are printed whenever
+    ``log_json`` is set (``--quiet --log-json`` is the job-script combination)."""
 
     def __init__(self, total_steps, quiet=False, log_json=False, stream=None, min_seconds=2.0):
         self.total = total_steps
@@ -59,7 +117,7 @@ class Progress:
         self.mark = None
 
     def event(self, kind, **fields):
-        if self.log_json and not self.quiet:
+        if self.log_json:
             print(json.dumps({"event": kind, **fields}), file=sys.stdout, flush=True)
 
     def update(self, step, t, first_step):
@@ -73,14 +131,14 @@ class Progress:
         rate = (step - self.mark[1]) / (now - self.mark[0])
         left = (self.total - step) / rate if rate > 0 else math.inf
         if self.log_json:
-            self.event("progress", step=step, time=t, steps_per_s=rate, eta_s=left)
+            self.event("progress", step=step, time=t, steps_per_s=rate, eta_s=left if math.isfinite(left) else None)
             return
         if self.quiet:
             return
         frac = step / self.total if self.total else 1.0
         bar = "#" * int(30 * frac)
-        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if math.isfinite(left) else "--:--:--"
-        line = f"[{bar:<30}] {100 * frac:5.1f}%  step {step}/{self.total}  t={t:.6g}  {rate:,.0f} steps/s  ETA {eta}"
+        line = (f"[{bar:<30}] {100 * frac:5.1f}%  step {step}/{self.total}  t={t:.6g}  {rate:,.0f} steps/s  "
+                f"ETA {format_duration(left)}")  # fmt: skip
         if self.tty:
             print("\r" + line, end="", file=self.stream, flush=True)
         else:
@@ -186,11 +244,6 @@ def restore_state(model, state, arrays) -> None:
         state.clock = (float(clock[1]), int(counters[2]), float(clock[2]), (state.time, state.step))
 
 
-def _next_multiple(k: int, every: int) -> int:
-    """The smallest multiple of ``every`` greater than ``k``."""
-    return (k // every + 1) * every
-
-
 class Chunker:
     """How many steps to advance between looks at the clock: about ``seconds`` of work at
     the rate measured so far (at least one step)."""
@@ -215,43 +268,92 @@ class Chunker:
             self.rate = rate if self.rate is None else 0.5 * (self.rate + rate)
 
 
-class Simulation:
-    """Runs a model from a state to ``total_steps`` and writes the output directory."""
+def next_event(step, total, *everies) -> int:
+    """The first step after ``step`` at which an output with one of the cadences ``everies``
+    (0: none) is due, or ``total``; the run advances in blocks up to it."""
+    nxt = total
+    for every in everies:
+        if every:
+            nxt = min(nxt, (step // every + 1) * every)
+    return nxt
 
-    def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False):
+
+class Simulation:
+    """Runs a model from a state to ``total_steps`` and writes the output directory.
+
+    ``stable_step``: the setup's :class:`~granular.stability.StepEstimate`, reported in the
+    start event and ``run.json``. The health check's tolerance is ``run.energy_tolerance``.
+    After :meth:`execute`, ``info`` holds what ``run.json`` holds."""
+
+    def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False, stable_step=None):
         self.model = model
         self.run_table = run
         self.out_dir = out_dir
         self.scene_dict = scene_dict or {}
         self.integrator = ExplicitIntegrator(run.integrator)
         self.quiet, self.log_json = quiet, log_json
+        self.stable_step = stable_step
+        self.energy_tolerance = getattr(run, "energy_tolerance", None) or ENERGY_TOLERANCE
         self.stop_requested = False
+        self.info = None
+        self._chunk = Chunker()
 
-    # cadence in steps
     def _every(self, interval, default):
-        if interval is None:
-            return default
-        return max(1, int(round(interval / self.run_table.dt)))
+        return cadence(interval, self.run_table.dt, default)
 
-    def execute(self, state, total_steps: int, resumed: bool = False) -> dict:
-        from .io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint, write_walls
-
-        model, dt = self.model, self.run_table.dt
-        os.makedirs(self.out_dir, exist_ok=True)
+    def cadences(self, total_steps) -> tuple[int, int, int]:
+        """Steps between frames, series rows and checkpoints (0: none)."""
         frame_every = self._every(self.run_table.output_every, max(1, total_steps))
         series_every = self._every(self.run_table.series_every, frame_every)
-        ckpt_every = self._every(self.run_table.checkpoint_every, 0)
+        return frame_every, series_every, self._every(self.run_table.checkpoint_every, 0)
+
+    def preflight(self, total_steps, first_step=0) -> None:
+        """Before computing: ``out_dir`` is writable and its file system has room for the
+        frames, series and checkpoints of the run (:class:`~granular.resources.ResourceError`)."""
+        check_writable(self.out_dir)
+        frame_every, series_every, ckpt_every = self.cadences(total_steps)
+        frames, rows = output_counts(total_steps, first_step, frame_every, series_every, ckpt_every)
+        columns = 20 + (4 * 13 * self.model.n if self.model.n < SMALL_SYSTEM else 0)
+        check_disk(self.out_dir, run_output_bytes(self.model.n, self.model.n_bonds, frames, rows, columns),
+                   f"the run ({frames} frames of {self.model.n:,} particles)")  # fmt: skip
+
+    def _advance(self, state, n, progress, first) -> None:
+        """Take ``n`` steps (fewer when a stop is requested) in device-resident blocks
+        (:meth:`ExplicitIntegrator.advance`), looking at the clock about every half second
+        for progress and signals."""
+        model, dt = self.model, self.run_table.dt
+        # a blow-up is caught by the health check or the step's own checks; NumPy's
+        # overflow warnings on the way there are only noise
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            while n > 0:
+                k = self._chunk.steps(n)
+                self._chunk.start()
+                self.integrator.advance(model, state, dt, k)
+                self._chunk.done(k)
+                n -= k
+                progress.update(state.step, state.time, first)
+                if self.stop_requested:
+                    return
+
+    def execute(self, state, total_steps: int, resumed: bool = False, health_start=None) -> dict:
+        """Advance ``state`` to ``total_steps`` writing the output directory; ``health_start``:
+        a resumed run's checkpoint ``meta["health"]``. Returns the ``run.json`` dict; raises
+        the step's :class:`IntegrationError` (or :class:`HealthError`) after writing the last
+        state that passed the health check as the checkpoint."""
+        model, dt = self.model, self.run_table.dt
+        frame_every, series_every, ckpt_every = self.cadences(total_steps)
         ckpt_path = os.path.join(self.out_dir, "checkpoints", "checkpoint.npz")
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
         self.integrator.prepare(model, state)
         row = series_row(model, state)
-        columns = list(row)
+        health = HealthCheck(model, dt, row, self.energy_tolerance, start=health_start)
+        snapshot = Snapshot(state, STATE_ARRAYS)
         if resumed:
             frames = FrameWriter.resume(self.out_dir, after_time=state.time)
             series = SeriesWriter.resume(os.path.join(self.out_dir, "series.csv"), after_time=state.time)
         else:
             frames = FrameWriter(self.out_dir)
-            series = SeriesWriter(os.path.join(self.out_dir, "series.csv"), columns)
+            series = SeriesWriter(os.path.join(self.out_dir, "series.csv"), list(row))
             walls = model.force("walls")
             if walls is not None:
                 x = model.backend.to_host(state.x)
@@ -262,11 +364,15 @@ class Simulation:
 
         def checkpoint():
             meta = {"scene": self.scene_dict, "version": __version__, "backend": model.backend.name,
-                    "dt": dt, "integrator": self.integrator.scheme, "step": state.step, "time": state.time}  # fmt: skip
+                    "dt": dt, "integrator": self.integrator.scheme, "step": state.step, "time": state.time,
+                    "health": health.start_values()}  # fmt: skip
             save_checkpoint(ckpt_path, state_arrays(model, state), meta)
 
         progress = Progress(total_steps, self.quiet, self.log_json)
-        progress.event("start", out=self.out_dir, steps=total_steps, first_step=state.step, backend=model.backend.name)
+        est = self.stable_step.as_dict() if self.stable_step is not None else None
+        progress.event("start", out=self.out_dir, steps=total_steps, first_step=state.step, backend=model.backend.name,
+                       dt=dt, stable_step=None if est is None else est["h_max"],
+                       stable_step_mode=None if est is None else est["description"])  # fmt: skip
         first = state.step
 
         def on_signal(signum, frame):
@@ -283,34 +389,38 @@ class Simulation:
         started = time.perf_counter()
         interrupted = False
         failure = None
-        chunk = Chunker()
         try:
-            while state.step < total_steps:
-                # Advance in device-resident blocks up to the next output event (or a
-                # chunk of about half a second, so progress and signals stay responsive).
-                k0 = state.step
-                events = [total_steps, _next_multiple(k0, series_every), _next_multiple(k0, frame_every)]
-                if ckpt_every:
-                    events.append(_next_multiple(k0, ckpt_every))
-                n = chunk.steps(min(events) - k0)
-                chunk.start()
-                self.integrator.advance(model, state, dt, n)
-                chunk.done(n)
+            while state.step < total_steps and not self.stop_requested:
+                target = next_event(state.step, total_steps, frame_every, series_every, ckpt_every)
+                self._advance(state, target - state.step, progress, first)
                 k = state.step
-                if k % series_every == 0 or k == total_steps:
-                    series.append(series_row(model, state))
-                if k % frame_every == 0 or k == total_steps:
+                due_series = k % series_every == 0 or k == total_steps
+                due_frame = k % frame_every == 0 or k == total_steps
+                due_ckpt = bool(ckpt_every) and k % ckpt_every == 0
+                if not (due_series or due_frame or due_ckpt):
+                    continue  # stopped between outputs by a signal
+                row = series_row(model, state)
+                problem = health.problem(row, state)
+                if problem is not None:
+                    raise HealthError(f"health check failed at step {k} (t = {state.time:.6g}): {problem}", step=k)
+                snapshot.take(state)
+                if due_series:
+                    series.append(row)
+                if due_frame:
                     frames.write(state.time, *frame_data(model, state))
                     progress.event("frame", step=k, time=state.time)
-                if ckpt_every and k % ckpt_every == 0:
+                if due_ckpt:
                     checkpoint()
                     progress.event("checkpoint", step=k, time=state.time, path=ckpt_path)
-                progress.update(k, state.time, first)
-                if self.stop_requested:
-                    interrupted = True
-                    break
-        except IntegrationError as exc:  # the state is the last good one: keep it
+            interrupted = self.stop_requested and state.step < total_steps
+            if state.step != snapshot.step:  # stopped between outputs: check before keeping it
+                problem = health.problem(series_row(model, state), state)
+                if problem is not None:
+                    raise HealthError(f"health check failed at step {state.step} (t = {state.time:.6g}): {problem}",
+                                      step=state.step)  # fmt: skip
+        except IntegrationError as exc:  # keep the last state that passed the health check
             failure = exc
+            snapshot.restore(state)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -318,6 +428,7 @@ class Simulation:
             series.close()
         wall = time.perf_counter() - started
         checkpoint()
+        progress.event("checkpoint", step=state.step, time=state.time, path=ckpt_path, final=True)
         done = state.step - first
         info = {
             "scene": self.scene_dict,
@@ -327,21 +438,21 @@ class Simulation:
             "precision": str(model.dtype),
             "integrator": self.integrator.scheme,
             "dt": dt,
+            "stable_step": est,
             "particles": model.n,
             "bonds": model.n_bonds,
             "first_step": first,
             "steps": state.step,
             "time": state.time,
             "wall_time_s": wall,
-            "steps_per_s": done / wall if wall > 0 else None,
+            "steps_per_s": done / wall if wall > 0 and done > 0 else None,
             "interrupted": interrupted,
             "finished": state.step >= total_steps,
+            "health": {"energy_tolerance": health.tolerance, **health.start_values()},
             "error": None if failure is None else str(failure),
         }
-        tmp = os.path.join(self.out_dir, ".run.json.part")
-        with open(tmp, "w") as fh:
-            json.dump(info, fh, indent=2)
-        os.replace(tmp, os.path.join(self.out_dir, "run.json"))
+        self.info = info
+        atomic_write_bytes(os.path.join(self.out_dir, "run.json"), json.dumps(info, indent=2).encode())
         plot_series(read_series(os.path.join(self.out_dir, "series.csv")), self.out_dir)
         progress.event("end", **{k: v for k, v in info.items() if k != "scene"})
         if failure is not None:

@@ -139,7 +139,7 @@ def test_log_json_and_overrides(tmp_path):
     assert r.returncode == 0, r.stderr
     events = [json.loads(line) for line in r.stdout.splitlines()]
     assert events[0]["event"] == "start" and events[-1]["event"] == "end" and events[-1]["steps"] == 50
-    r = granular("run", TORUS, "--out", str(out), "--steps", "20", "--precision", "float32", "--quiet")
+    r = granular("run", TORUS, "--out", str(out), "--steps", "20", "--precision", "float32", "--quiet", "--overwrite")
     assert r.returncode == 0 and json.loads((out / "run.json").read_text())["precision"] == "float32"
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "thesis.tex").write_text("x")

@@ -35,6 +35,9 @@ import time
 
 import numpy as np
 
+from ..outdir import clear, plan_out_dir, scene_differences
+from ..resources import check_writable
+from ..simulation import Progress, long_run_refused
 from .scene_config import parse_bodies
 
 __all__ = ["validate_bodies", "run_bodies", "BodyRun"]
@@ -95,23 +98,38 @@ def run_bodies(scene, args) -> int:
     if total < 1:
         _error(f"granular run: the run is shorter than one step (dt = {scene.run.dt})")
         return 2
+    why = long_run_refused(total, scene.run.dt, args)
+    if why:
+        _error(f"granular run: {why}")
+        return 2
     scene_dict = scene.model_dump(mode="json")
     resume = getattr(args, "resume", None)
-    if resume is not None:
-        problem = _restore(system, resume, scene_dict, backend.name)
-        if problem:
-            _error(f"granular run: --resume: {problem}")
-            return 2
-        out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(resume)))
-    else:
-        from ..cli import _prepare_out_dir
-
-        out = args.out or os.path.join("out", scene.name)
-        try:
-            _prepare_out_dir(out)
-        except (ValueError, OSError) as exc:
-            _error(f"granular run: {exc}")
-            return 2
+    to_clear = []
+    try:
+        if resume is not None:
+            problem = _restore(system, resume, scene_dict, backend.name, total)
+            if problem:
+                _error(f"granular run: --resume: {problem}")
+                return 2
+            out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(resume)))
+            if system.step_count == total:
+                if not args.quiet:
+                    _error(f"granular run: the checkpoint is already at step {total}, the end of the run; nothing "
+                           "to do (give a later --time or more --steps to go on)")  # fmt: skip
+                return 0
+            missing = [n for n in ("frames.pvd", "series.csv") if not os.path.isfile(os.path.join(out, n))]
+            if missing:
+                _error(f"granular run: --resume: {out} holds no run to continue (no {' or '.join(missing)}); a "
+                       "resumed run writes into the run directory of its checkpoint: leave out --out")  # fmt: skip
+                return 2
+        else:
+            out = args.out or os.path.join("out", scene.name)
+            to_clear = plan_out_dir(out, overwrite=getattr(args, "overwrite", False))
+        check_writable(out)
+    except ValueError as exc:
+        _error(f"granular run: {exc}")
+        return 2
+    clear(to_clear)
     runner = BodyRun(system, scene.run, out, scene_dict, quiet=args.quiet, log_json=args.log_json)
     try:
         info = runner.execute(total, resumed=resume is not None)
@@ -127,7 +145,7 @@ def run_bodies(scene, args) -> int:
     return 130 if info["interrupted"] else 0
 
 
-def _restore(system, path, scene_dict, backend_name) -> str | None:
+def _restore(system, path, scene_dict, backend_name, total) -> str | None:
     """Load the checkpoint at ``path`` into ``system``; the problem as text, or None."""
     from ..io import CheckpointError, load_checkpoint
 
@@ -136,10 +154,15 @@ def _restore(system, path, scene_dict, backend_name) -> str | None:
     except CheckpointError as exc:
         return str(exc)
     if meta.get("scene") != scene_dict:
-        return f"checkpoint {path!r} was written for a different scene"
+        diffs = scene_differences(meta.get("scene") or {}, scene_dict)
+        return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)
+                + ". Resume with the scene that wrote it, or start a new run")  # fmt: skip
     if meta.get("backend") != backend_name:
         return (f"checkpoint is from backend {meta.get('backend')!r}, this run uses {backend_name!r} "
                 "(bit-for-bit restarts need the same backend)")  # fmt: skip
+    if total < int(meta.get("step", 0)):
+        return (f"the checkpoint is at step {meta.get('step')} (t = {meta.get('time'):.6g}); the requested end, "
+                f"step {total}, is before it. Give a later --time or more --steps")  # fmt: skip
     try:
         system.restore(arrays)
     except (ValueError, KeyError) as exc:
@@ -183,7 +206,7 @@ class BodyRun:
         from .. import __version__
         from ..integrators import IntegrationError
         from ..io import FrameWriter, SeriesWriter, plot_series, read_series
-        from ..simulation import Progress
+        from ..io._atomic import atomic_write_bytes
         from .newton import NewtonError
 
         s, dt = self.system, self.run_table.dt
@@ -244,6 +267,7 @@ class BodyRun:
         s.backend.synchronize()
         wall = time.perf_counter() - started
         self._checkpoint(ckpt_path)
+        progress.event("checkpoint", step=s.step_count, time=s.time, path=ckpt_path, final=True)
         done = s.step_count - first
         rate = done / wall if wall > 0 else None
         t = self.system.cfg.table
@@ -268,10 +292,7 @@ class BodyRun:
             "finished": s.step_count >= total_steps,
             "error": None if failure is None else str(failure),
         }
-        tmp = os.path.join(self.out_dir, ".run.json.part")
-        with open(tmp, "w") as fh:
-            json.dump(info, fh, indent=2)
-        os.replace(tmp, os.path.join(self.out_dir, "run.json"))
+        atomic_write_bytes(os.path.join(self.out_dir, "run.json"), json.dumps(info, indent=2).encode())
         data = read_series(series_path)
         # per-body columns (b<i>_...) stay in series.csv; the plots show the batch figures
         plot_series({k: v for k, v in data.items() if k != "step" and not _per_body_column(k)}, self.out_dir)

@@ -1,0 +1,119 @@
+"""Output directories that lose nothing: what is in ``--out``, and whether a run may use it.
+
+A directory holding a finished or partial run (``granular run``) or ensemble
+(``granular ensemble``) is never replaced without ``--overwrite``; ``--resume`` continues
+it. A directory holding anything else is refused. :func:`plan_out_dir` decides, before
+anything is computed or deleted; :func:`clear` deletes the old run's files only once
+every other check has passed, so a refused command leaves the directory as it was.
+
+:func:`scene_differences` says what differs between two scene dictionaries (a checkpoint's
+and the current scene), for the "written for a different scene" message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+#: What ``granular run`` writes into ``--out``.
+RUN_FILES = frozenset({"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu"})
+#: What ``granular ensemble`` writes into ``--out``.
+ENSEMBLE_FILES = frozenset({"summaries.npz", "summaries.parquet", "histograms.png", "ensemble.json", "subsample",
+                            "chunks"})  # fmt: skip
+
+
+class OutDirError(ValueError):
+    """``--out`` cannot be used as asked; the message says why and what to do."""
+
+
+def _describe_run(out) -> str:
+    """``"a finished run (1200 steps to t = 0.6)"`` or ``"a partial run ..."`` from run.json."""
+    try:
+        with open(os.path.join(out, "run.json")) as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return "a partial run (no run.json: it was stopped before the end)"
+    state = "finished" if info.get("finished") else "partial"
+    why = ""
+    if info.get("error"):
+        why = ", stopped by an error"
+    elif info.get("interrupted"):
+        why = ", interrupted"
+    return f"a {state} run ({info.get('steps')} steps to t = {info.get('time'):.6g}{why})"
+
+
+def plan_out_dir(out, overwrite=False, ours=RUN_FILES, what="run") -> list[str]:
+    """Check ``out`` for a new ``what`` (``"run"`` or ``"ensemble"``) and return the entries
+    to delete before writing (only with ``overwrite``). OutDirError when ``out`` is a file,
+    holds foreign files, or holds an earlier run and ``overwrite`` is false."""
+    out = os.fspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OutDirError(f"--out {out}: is a file, not a directory")
+    if not os.path.isdir(out):
+        return []
+    present = set(os.listdir(out))
+    if not present:
+        return []
+    foreign = sorted(n for n in present - ours if not n.startswith("."))
+    if foreign:
+        raise OutDirError(f"--out {out}: exists and holds files that are not a granular {what}'s "
+                          f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); choose another directory")  # fmt: skip
+    if not overwrite:
+        if what == "run":
+            found = _describe_run(out)
+            ckpt = os.path.join(out, "checkpoints", "checkpoint.npz")
+            hint = f", or --resume {ckpt} to continue it" if os.path.isfile(ckpt) else ""
+        else:
+            done = os.path.isfile(os.path.join(out, "summaries.npz"))
+            found = "a finished ensemble" if done else "a partial ensemble (some chunks done)"
+            hint = ", or --resume to continue it" if not done else ""
+        raise OutDirError(f"--out {out}: holds {found}; give --overwrite to replace it{hint}, "
+                          "or choose another directory")  # fmt: skip
+    leftovers = {n for n in present if n.startswith(".") and n.endswith((".tmp", ".part"))}
+    return sorted(os.path.join(out, n) for n in (present & ours) | leftovers)
+
+
+def clear(paths) -> None:
+    """Delete the files and directories ``paths`` (from :func:`plan_out_dir`)."""
+    for p in paths:
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.remove(p)
+
+
+def scene_differences(old, new, path="", limit=5, labels=("the checkpoint", "the scene")) -> list[str]:
+    """Lines ``"run.dt: 0.0005 in the checkpoint, 0.001 in the scene"`` for the first
+    ``limit`` differences between two scene dictionaries (as ``Scene.model_dump``);
+    ``labels`` name where ``old`` and ``new`` come from."""
+    out = []
+    was, now = labels
+
+    def walk(a, b, where):
+        if len(out) >= limit:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in list(a) + [k for k in b if k not in a]:
+                sub = f"{where}.{k}" if where else str(k)
+                if k not in b:
+                    out.append(f"{sub}: {_short(a[k])} in {was}, absent in {now}")
+                elif k not in a:
+                    out.append(f"{sub}: absent in {was}, {_short(b[k])} in {now}")
+                else:
+                    walk(a[k], b[k], sub)
+            return
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{where}[{i}]")
+            return
+        if a != b:
+            out.append(f"{where or '(scene)'}: {_short(a)} in {was}, {_short(b)} in {now}")
+
+    walk(old, new, path)
+    return out
+
+
+def _short(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."

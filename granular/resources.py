@@ -1,0 +1,221 @@
+"""Memory and disk checked before a run computes anything.
+
+:func:`bytes_per_item` is the one place that says how many bytes the engine holds per
+particle, per bond and per neighbour-list slot, on the host and on the device; update it
+when the kernels' arrays change. :func:`memory_needed` turns it into totals for
+``(N, B, capacity, dtype, backend)``; :func:`check_memory` compares them with what the
+machine has (:func:`memory_available`: the host's available memory, cgroup and ``ulimit``
+limits included; the GPU's free memory) and raises :class:`ResourceError` naming both
+numbers. :func:`check_disk` does the same for an output directory's file system.
+
+Calibration (``granular run`` of a bonded lattice block with contacts and a wall, peak
+RSS between 6.4e4 and 3.4e5 particles, float64 on the CPU): 700 B per particle and 400 B
+per bond, plus the health check's copy of the state (160 B per particle).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+
+import numpy as np
+
+#: Bytes of the interpreter, Numba and the libraries, before any particle [host].
+HOST_BASELINE = 300 * 2**20
+#: A CUDA context and the memory pool's slack [device].
+DEVICE_BASELINE = 64 * 2**20
+#: Initial neighbour-list capacity (slots per particle; :class:`granular.neighbors.NeighborList`).
+NEIGHBOR_CAPACITY = 16
+
+
+class ResourceError(ValueError):
+    """Not enough memory or disk for a run; the message names what is needed and what is there."""
+
+
+def bytes_per_item(dtype) -> dict:
+    """Bytes held per item, by where they live: ``particle_device``, ``particle_host``,
+    ``bond_device``, ``bond_host``, ``slot_device`` (one neighbour-list entry). The device
+    parts are host memory on the CPU backend.
+
+    Per particle on the device: the state (x, v, q, Ω, F, RM: 19 floats) twice (the
+    integrator's back buffers), the status word, mass, inertia and radius, the health
+    check's copy of the state (19 floats and more), the forces' energy scratch (8 floats)
+    and the cell-list build (six 8-byte integers). On the host: the builder's lists and
+    the initial conditions, and the output's temporary copies (24 floats).
+    Per bond on the device: rest data, stiffnesses, thresholds and the per-bond force
+    terms (25 floats), the energy measures (5 float64), the end indices and the CSR
+    (four int64) and the broken flags; on the host: the builder's lists and the
+    finalize step's sort keys (about 130 bytes).
+    """
+    f = np.dtype(dtype).itemsize
+    return {
+        "particle_device": (2 * 19 + 3 + 20 + 8) * f + 4 + 6 * 8,
+        "particle_host": 24 * 8,
+        "bond_device": 25 * f + 5 * 8 + 4 * 8 + 3,
+        "bond_host": 130,
+        "slot_device": 4,
+    }
+
+
+def memory_needed(n, bonds, capacity, dtype, backend_name, simulated=False) -> dict:
+    """``{"host": bytes, "device": bytes}`` for ``n`` particles, ``bonds`` bonds and a
+    neighbour list of ``capacity`` slots per particle (0 without contacts). On the CPU
+    backend (and under the CUDA simulator) everything is host memory and ``device`` is 0."""
+    b = bytes_per_item(dtype)
+    dev = n * (b["particle_device"] + capacity * b["slot_device"]) + bonds * b["bond_device"]
+    host = HOST_BASELINE + n * b["particle_host"] + bonds * b["bond_host"]
+    if backend_name == "gpu" and not simulated:
+        return {"host": int(host), "device": int(dev + DEVICE_BASELINE)}
+    return {"host": int(host + dev), "device": 0}
+
+
+def _read_int(path):
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    return None if not text.isdigit() else int(text)
+
+
+def _vm_size() -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def host_memory_available() -> tuple[int | None, str]:
+    """Bytes this process can still allocate on the host and where the figure comes from:
+    the least of ``MemAvailable`` (``/proc/meminfo``), a cgroup's limit less its usage, and
+    ``ulimit -v`` less the process' virtual size. ``(None, ...)`` when nothing is known."""
+    found = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append((int(line.split()[1]) * 1024, "available memory"))
+    except OSError:
+        try:
+            found.append((os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free memory"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):  # fmt: skip
+        lim, use = _read_int(limit), _read_int(usage)
+        if lim is not None and use is not None and lim < 2**60:
+            found.append((max(lim - use, 0), "the cgroup's memory limit"))
+    for which, name in ((resource.RLIMIT_AS, "ulimit -v"), (resource.RLIMIT_DATA, "ulimit -d")):
+        soft, _ = resource.getrlimit(which)
+        if soft != resource.RLIM_INFINITY:
+            used = _vm_size() if which == resource.RLIMIT_AS else 0
+            found.append((max(soft - (used or 0), 0), name))
+    if not found:
+        return None, "unknown"
+    return min(found)
+
+
+def device_memory_available(backend) -> int | None:
+    """Free bytes on the backend's GPU (CuPy's pool's free blocks included), or None."""
+    if backend.name != "gpu" or getattr(backend, "simulated", False):
+        return None
+    try:
+        free, _ = backend.xp.cuda.runtime.memGetInfo()
+        pool = backend.xp.get_default_memory_pool()
+        return int(free + pool.free_bytes())
+    except Exception:  # noqa: BLE001  no figure is better than a wrong refusal
+        return None
+
+
+def _gb(x) -> str:
+    return f"{x / 1e9:.3g} GB"
+
+
+def check_memory(n, bonds, capacity, dtype, backend, what="the scene") -> dict:
+    """Raise :class:`ResourceError` when ``memory_needed`` exceeds what is available on
+    the host or the device; returns ``{"needed": ..., "available": ...}`` otherwise."""
+    sim = bool(getattr(backend, "simulated", False))
+    need = memory_needed(n, bonds, capacity, dtype, backend.name, sim)
+    host, source = host_memory_available()
+    dev = device_memory_available(backend)
+    size = f"{n:,} particles, {bonds:,} bonds, {np.dtype(dtype).name}"
+    if host is not None and need["host"] > host:
+        raise ResourceError(f"{what} ({size}) needs about {_gb(need['host'])} of host memory; {_gb(host)} are "
+                            f"available ({source}). Use fewer particles, float32, or a larger machine")  # fmt: skip
+    if dev is not None and need["device"] > dev:
+        raise ResourceError(f"{what} ({size}) needs about {_gb(need['device'])} of GPU memory; {_gb(dev)} are "
+                            f"free on {backend.device}. Use fewer particles, float32, or --backend cpu")  # fmt: skip
+    return {"needed": need, "available": {"host": host, "device": dev}}
+
+
+def existing_ancestor(path) -> str:
+    """The deepest existing directory on the way to ``path`` (``path`` itself if it exists);
+    ResourceError when a component on the way is a file."""
+    p = os.path.abspath(os.fspath(path))
+    while not os.path.exists(p):
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    if not os.path.isdir(p):
+        raise ResourceError(f"--out {path}: {p} is a file, not a directory")
+    return p
+
+
+def check_writable(path) -> None:
+    """ResourceError unless a file can be created in ``path`` (or, if it does not exist
+    yet, in its nearest existing parent, where it would be made). Creates nothing that
+    stays behind."""
+    base = existing_ancestor(path)
+    probe = os.path.join(base, f".granular-write-test.{os.getpid()}")
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        where = "" if base == os.path.abspath(os.fspath(path)) else f" (it would be created in {base})"
+        raise ResourceError(f"--out {path}: not writable{where}: {exc.strerror or exc}") from None
+
+
+def check_disk(path, needed_bytes, what="the output") -> int:
+    """ResourceError when the file system of ``path`` has less free space than
+    ``needed_bytes``; returns the free bytes."""
+    free = shutil.disk_usage(existing_ancestor(path)).free
+    if needed_bytes > free:
+        raise ResourceError(f"--out {path}: {what} needs about {_gb(needed_bytes)} of disk; {_gb(free)} are free "
+                            "there. Write fewer frames (run.output_every), or choose another --out")  # fmt: skip
+    return free
+
+
+def run_output_bytes(n, bonds, frames, rows, columns) -> int:
+    """Size of a particle run's output directory: ``frames`` ParaView frames (about 230 B
+    per particle and 45 B per bond each, before compression), ``rows`` × ``columns``
+    series values (25 characters each), two checkpoints' worth (160 B per particle, 1 per
+    bond) and 1 MB of plots."""
+    per_frame = 230 * n + 45 * bonds + 4096
+    return int(frames * per_frame + rows * columns * 25 + 2 * (160 * n + bonds) + 2**20)
+
+
+def output_counts(total_steps, first_step, frame_every, series_every, ckpt_every) -> tuple[int, int]:
+    """How many frames and series rows a run from ``first_step`` to ``total_steps`` writes."""
+    left = max(total_steps - first_step, 0)
+    frames = left // max(frame_every, 1) + 2
+    rows = left // max(series_every, 1) + 2
+    return int(frames), int(rows)
+
+
+def cadence(interval, dt, default) -> int:
+    """Steps between outputs for a time ``interval`` (``default`` when None)."""
+    if interval is None:
+        return default
+    return max(1, int(round(interval / dt)))
+
+
+__all__ = ["ResourceError", "bytes_per_item", "cadence", "check_disk", "check_memory", "check_writable",
+           "host_memory_available", "memory_needed", "output_counts", "run_output_bytes"]  # fmt: skip

@@ -1,0 +1,91 @@
+"""Memory checked before allocating (issue 15, item 4): host and GPU, by particles, bonds
+and neighbour capacity, with a message naming what is needed and what is available."""
+
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import granular.scene
+from granular import cli, resources
+from granular.resources import ResourceError, bytes_per_item, check_memory, memory_needed
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+BLOCK = os.path.join(ROOT, "scenes", "block_impact.toml")
+
+
+def block(tmp_path, edge):
+    path = tmp_path / f"block{edge}.toml"
+    path.write_text(open(BLOCK).read().replace("shape = [10, 10, 10]", f"shape = [{edge}, {edge}, {edge}]"))
+    return str(path)
+
+
+def test_per_item_bytes_and_totals():
+    b64, b32 = bytes_per_item(np.float64), bytes_per_item(np.float32)
+    assert all(b32[k] <= b64[k] for k in b64) and b32["particle_device"] < b64["particle_device"]
+    cpu = memory_needed(10**6, 3 * 10**6, 16, np.float64, "cpu")
+    gpu = memory_needed(10**6, 3 * 10**6, 16, np.float64, "gpu")
+    assert cpu["device"] == 0 and gpu["device"] > 0
+    assert cpu["host"] == pytest.approx(gpu["host"] + gpu["device"] - resources.DEVICE_BASELINE)
+    # the calibration of the module docstring: about 2 kB per particle of a bonded block
+    per = (cpu["host"] - resources.HOST_BASELINE) / 10**6
+    assert 1800 < per < 2300
+    # the simulator's "GPU" arrays live on the host
+    assert memory_needed(10, 0, 0, np.float64, "gpu", simulated=True)["device"] == 0
+
+
+def test_400_cubed_block_is_refused_at_once(tmp_path):
+    """6.4e7 particles, 1.9e8 bonds: refused in about a second, before any particle is
+    placed, naming both figures; nothing is written."""
+    out = tmp_path / "o"
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "granular", "run", block(tmp_path, 400), "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    elapsed = time.perf_counter() - t0
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "(64,000,000 particles, 192,000,000 bonds, float64) needs about 133 GB of host memory;" in r.stderr
+    assert "GB are available" in r.stderr
+    assert not out.exists() and elapsed < 60
+
+
+def test_under_ulimit_the_limit_is_what_is_available(tmp_path):
+    limit = 4 * 2**30
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    r = subprocess.run([sys.executable, "-m", "granular", "run", block(tmp_path, 150), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=300, preexec_fn=cap)  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "needs about 7.32 GB of host memory" in r.stderr and "(ulimit -v)" in r.stderr
+
+
+def test_check_names_host_and_gpu_figures(monkeypatch):
+    monkeypatch.setattr(resources, "host_memory_available", lambda: (2 * 10**8, "the cgroup's memory limit"))
+    with pytest.raises(ResourceError, match=r"needs about 0\.\d+ GB of host memory; 0\.2 GB are available "
+                                            r"\(the cgroup's memory limit\)"):  # fmt: skip
+        check_memory(10**5, 0, 16, np.float64, type("B", (), {"name": "cpu"})())
+
+    class FakeGPU:
+        name, simulated, device = "gpu", False, "a 1 GB test GPU"
+
+    monkeypatch.setattr(resources, "host_memory_available", lambda: (10**12, "available memory"))
+    monkeypatch.setattr(resources, "device_memory_available", lambda backend: 10**9)
+    with pytest.raises(ResourceError, match=r"needs about 3.\d+ GB of GPU memory; 1 GB are free on a 1 GB test GPU"):
+        check_memory(5 * 10**6, 0, 16, np.float64, FakeGPU())
+    assert check_memory(10**5, 0, 16, np.float64, FakeGPU())["available"]["device"] == 10**9
+
+
+def test_memory_error_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    def no_memory(*a, **k):
+        raise MemoryError("Unable to allocate 89.4 GiB for an array with shape (64000000, 3, 3)")
+
+    monkeypatch.setattr(granular.scene, "build_model", no_memory)
+    assert cli.main(["run", BLOCK, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("granular run: error: out of memory (MemoryError: Unable to allocate 89.4 GiB")
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
