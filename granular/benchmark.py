@@ -1,39 +1,129 @@
-"""Throughput of the bonded block impact (``block_impact``): ms/step and particle-steps/s
-per backend and N, with a breakdown (bonds, contacts, neighbour search, walls,
-integration) and the memory per particle.
+"""Throughput of the particle engine: ``granular bench``.
 
-    granular bench [--backend cpu|gpu|all] [--n 10,22,46,100] [--json out.json]
-    python bench/bench_impact.py ...     (the same)
+Workloads (all advanced by :meth:`ExplicitIntegrator.advance`, map (25), in blocks):
 
-N = n³. JIT warm-up is excluded; the device is synchronised inside every timed region.
-The block is first advanced into the wall so contacts and bonds are loaded.
+``block``
+    the bonded block impact (``block_impact``): ``n³`` unit spheres with binder bonds
+    between nearest neighbours, Hertz contact and a wall, hitting the wall at v0 = 1;
+    advanced 60 steps into the wall before timing.
+``spheres``
+    Hertz spheres only (no bonds, walls or fields): unit spheres on a cubic lattice of
+    spacing 0.98 with small random velocities, the workload of JAX-MD's ``soft_sphere``
+    benchmark (α = 5/2).
+``torus``
+    the paper's 80-particle torus impact, stepping only, in steps/s; and ``torus-run``, the
+    same through ``granular run`` with its output (frames, series, checkpoints).
+
+Each row reports ms/step and particle-steps/s; the bytes a step moves by the kernels'
+access pattern (:func:`bytes_per_step`: every array a kernel reads or writes, once) and
+the fraction of the memory bandwidth that is; neighbour-list rebuilds per 1000 steps of
+the timed run; host time and device time per step; memory held. JIT compilation is
+excluded and the device is synchronised inside every timed region.
+
+    granular bench [--backend cpu|gpu|all] [--workload block,spheres,torus]
+                   [--n 10,22,40] [--spheres 10000,100000] [--precision float64,float32]
+                   [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 
+import numpy as np
 
-import granular as gr
-from granular.backend import BackendError
-from granular.forces import evaluate_forces
-from granular.shapes import block_impact_builder
+from . import __version__
+from .backend import BackendError, get_backend
+from .integrators import ExplicitIntegrator
+from .model import ModelBuilder
+from .shapes import block_impact_builder, lattice_positions
+
+# ------------------------------------------------------------------- workloads
 
 
-def timed(be, fn, repeat):
-    be.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        fn()
-    be.synchronize()
-    return (time.perf_counter() - t0) / repeat
+def spheres_builder(n_total: int, spacing: float = 0.98, seed: int = 0, kpp: float = 1.0) -> ModelBuilder:
+    """Unit spheres (radius 0.5) on a cubic lattice of ``spacing`` (compressed contacts
+    with each neighbour), about ``n_total`` of them, random velocities of size 0.01."""
+    n = max(2, round(n_total ** (1.0 / 3.0)))
+    x = lattice_positions((n, n, n), spacing)
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    b.add_particles(x, v=0.01 * rng.normal(size=x.shape), radius=0.5)
+    b.set_contacts(kpp)
+    return b
+
+
+def torus_builder():
+    from .validation.torus_setup import torus_builder as paper_torus
+
+    return paper_torus()
+
+
+# --------------------------------------------------------------------- traffic
+
+
+def bytes_per_step(model) -> int:
+    """Bytes a step moves between the kernels and memory, counting each array a kernel
+    reads or writes once (neighbours' positions reread from cache are not counted): the
+    compulsory traffic of the launches of one step, a lower bound that the achieved
+    bandwidth is compared with.
+
+    advance: reads x, v, q, Ω, F, RM, m, J (and x_ref with a neighbour list), writes x,
+    v, q, Ω. Bonds, per-bond pass (CPU): reads each bond's ends, rest data, stiffnesses
+    (and thresholds), flag; writes its (F_a, RM_a, RM_b); per-particle pass (GPU): each
+    end reads the bond data instead. Forces: reads x, q, m, J, radius, the CSR offsets and
+    incident ids, the bond terms (or data) per incident bond, the neighbour row and count,
+    the walls; reads and writes v, Ω; writes F, RM.
+    """
+    f = model.dtype.itemsize
+    n, nb = model.n, model.n_bonds
+    contacts = model.force("contacts")
+    listed = contacts is not None and contacts.neighbors is not None
+    total = n * ((19 + 2) * f + 13 * f + (3 * f if listed else 0))  # advance
+    forces = n * ((3 + 4 + 3) * f + 12 * f + 6 * f)  # x, q, m, J, r; v and Ω in and out; F, RM
+    if nb:
+        bond_data = 2 * 8 + (1 + 6 + 4 + 3) * f + 1 + (2 * f if model.bonds.can_break else 0)
+        forces += n * 8 + 2 * nb * 8  # offsets, incident
+        if model.backend.kernels.PER_BOND_PASS:
+            total += nb * (bond_data + 9 * f)
+            forces += 2 * nb * (8 + 6 * f)  # end id and the end's six terms
+        else:
+            forces += 2 * nb * bond_data
+    if listed:
+        nl = contacts.neighbors
+        rows = int(model.backend.to_host(nl.count).sum()) if nl.valid else 0
+        forces += n * 4 + rows * 4
+    return int(total + forces)
+
+
+def peak_bandwidth(backend) -> tuple[float, str]:
+    """Peak memory bandwidth [bytes/s] and how it was obtained."""
+    if backend.name == "gpu" and not backend.simulated:
+        import cupy
+
+        p = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        clock_khz, bus_bits = p.get("memoryClockRate"), p.get("memoryBusWidth")
+        if clock_khz and bus_bits:
+            return 2.0 * clock_khz * 1e3 * bus_bits / 8.0, "memory clock x bus width (device properties)"
+    a = np.ones(2**25)
+    b = np.empty_like(a)
+    best = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * a.nbytes / best, "measured copy of 256 MB (one thread)"
 
 
 def model_bytes(model, state) -> int:
+    """Bytes of every array the model, the state and the step loop hold."""
     seen, total = set(), 0
 
     def add(a):
@@ -42,74 +132,197 @@ def model_bytes(model, state) -> int:
             seen.add(id(a))
             total += int(a.nbytes)
 
-    for obj in [model, state, state.back] + list(model.forces):
-        for v in vars(obj).values():
-            add(v)
-            if isinstance(v, tuple):
-                for w in v:
-                    add(w)
+    objs = [model, state, *model.forces]
+    if state._engine is not None:
+        objs += [state._engine]
+        for a in state._engine._saved:
+            add(a)
     nl = getattr(model.force("contacts"), "neighbors", None)
     if nl is not None:
-        total += nl.bytes
+        objs.append(nl)
+    for obj in objs:
+        for v in vars(obj).values():
+            add(v)
     return total
 
 
-def bench_block(backend, n, min_time=1.0, scheme="verlet"):
-    be = gr.get_backend(backend)
-    model = block_impact_builder(n, gap=0.05).finalize(be)
+# ------------------------------------------------------------------- measuring
+
+
+class _Clock:
+    """Host time spent in the step loop, and time spent waiting for the device."""
+
+    def __init__(self, program):
+        self.program = program
+        self.wait = 0.0
+        self._read = program.read_report
+
+        def timed_read():
+            t0 = time.perf_counter()
+            try:
+                return self._read()
+            finally:
+                self.wait += time.perf_counter() - t0
+
+        program.read_report = timed_read
+
+    def close(self):
+        self.program.read_report = self._read
+
+
+def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
+    """Time ``advance`` on ``model``: ms/step and the other columns of a row."""
+    be = model.backend
     state = model.state()
-    integ = gr.ExplicitIntegrator(scheme)
-    h = 1e-3
-    for _ in range(60):  # warm-up (JIT) and into the wall
-        integ.step(model, state, h)
-    steps = max(3, int(min_time / max(timed(be, lambda: integ.step(model, state, h), 2), 1e-6)))
-    t_step = timed(be, lambda: integ.step(model, state, h), steps)
-    parts = {}
-    for f in model.forces:
-        parts[f.kind] = timed(be, lambda f=f: f.accumulate(model, state), steps)
-    nl = model.force("contacts").neighbors
-    if nl is not None:
-        parts["neighbor_build"] = timed(be, lambda: nl.build(state.x), max(2, steps // 5))
-        parts["builds_per_step"] = nl.builds / max(1, state.step)
-    t_forces = timed(be, lambda: evaluate_forces(model, state), steps)
-    parts["integration"] = max(0.0, t_step - t_forces)
-    N = model.n
-    return {"backend": be.name, "device": be.device, "n": n, "N": N, "bonds": model.n_bonds, "scheme": scheme,
-            "precision": "float64", "ms_per_step": 1e3 * t_step, "particle_steps_per_s": N / t_step,
-            "ms": {k: 1e3 * v for k, v in parts.items() if k != "builds_per_step"},
-            "neighbor_builds_per_step": parts.get("builds_per_step"),
-            "bytes_per_particle": model_bytes(model, state) / N}  # fmt: skip
+    integ = ExplicitIntegrator("verlet", graphs=graphs)
+    integ.advance(model, state, h, warmup)  # compilation, graph capture, into the wall
+    be.synchronize()
+    eng = integ.engine(model, state)
+    nl = eng.neighbors
+    steps = 16
+    while True:  # grow the run until it lasts min_time
+        builds0 = nl.builds if nl is not None else 0
+        clock = _Clock(eng.program)
+        t0, c0 = time.perf_counter(), time.process_time()
+        integ.advance(model, state, h, steps)
+        be.synchronize()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        clock.close()
+        if wall >= min_time or steps >= 10**7:
+            break
+        steps = int(steps * min(10.0, max(2.0, 1.2 * min_time / max(wall, 1e-6))))
+    gpu = be.name == "gpu" and not be.simulated
+    # On a GPU the host launches and waits; the device's time is the wall time minus the
+    # host's own work between waits. On the CPU the kernels are the host's work.
+    host = (wall - clock.wait) if gpu else cpu / max(1, os.cpu_count() or 1)
+    traffic = bytes_per_step(model)
+    return {
+        "workload": label,
+        "backend": be.name,
+        "device": be.device,
+        "precision": str(model.dtype),
+        "N": model.n,
+        "bonds": model.n_bonds,
+        "steps": steps,
+        "ms_per_step": 1e3 * wall / steps,
+        "particle_steps_per_s": model.n * steps / wall,
+        "steps_per_s": steps / wall,
+        "bytes_per_step": traffic,
+        "bandwidth_GBs": traffic * steps / wall / 1e9,
+        "rebuilds_per_1000_steps": 1000.0 * ((nl.builds - builds0) if nl is not None else 0) / steps,
+        "host_ms_per_step": 1e3 * host / steps,
+        "device_ms_per_step": 1e3 * (clock.wait if gpu else wall) / steps,
+        "blocks_per_1000_steps": 1000.0 * eng.blocks / max(1, eng.steps),
+        "graphs": bool(eng.program.graphs_enabled),
+        "memory_MB": model_bytes(model, state) / 2**20,
+    }
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def torus_run(backend: str, precision: str = "float64") -> dict:
+    """``granular run scenes/torus_impact.toml`` (output included) in a subprocess."""
+    scene = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenes", "torus_impact.toml")
+    if not os.path.isfile(scene):
+        return {}
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "granular", "run", scene, "--out", out, "--backend", backend, "--precision",
+               precision, "--quiet", "--overwrite"]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {"workload": "torus-run", "error": proc.stderr.strip()[-300:]}
+        with open(os.path.join(out, "run.json")) as fh:
+            info = json.load(fh)
+    return {"workload": "torus-run", "backend": backend, "precision": precision, "N": info["particles"],
+            "steps": info["steps"], "steps_per_s": info["steps_per_s"],
+            "ms_per_step": 1e3 / info["steps_per_s"] if info["steps_per_s"] else None}  # fmt: skip
+
+
+# ------------------------------------------------------------------------- CLI
+
+
+def _ints(text):
+    return [int(float(v)) for v in text.split(",") if v.strip()]
+
+
+def build_parser(p=None):
+    p = p or argparse.ArgumentParser(prog="granular bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
-    p.add_argument("--n", default="10,22,46,100", help="block edges; N = n^3")
-    p.add_argument("--json", metavar="PATH")
-    p.add_argument("--min-time", type=float, default=1.0)
-    args = p.parse_args(argv)
+    p.add_argument("--workload", default="block,spheres,torus", help="comma list of block, spheres, torus")
+    p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
+    p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
+    p.add_argument("--precision", default="float64", help="comma list of float64, float32")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
+    p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
+    p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")
+    return p
+
+
+def _print_row(r):
+    if "error" in r:
+        print(f"{r['workload']:<10} error: {r['error']}", flush=True)
+        return
+    if r["workload"] == "torus-run":
+        print(f"{r['workload']:<10} {r['backend']:<4} {r['precision']:<8} {r['N']:>9} {r['ms_per_step']:>9.4f} "
+              f"{'':>12} {r['steps_per_s']:>10.0f} steps/s with output", flush=True)  # fmt: skip
+        return
+    print(f"{r['workload']:<10} {r['backend']:<4} {r['precision']:<8} {r['N']:>9} {r['ms_per_step']:>9.4f} "
+          f"{r['particle_steps_per_s']:>12.3e} {r['steps_per_s']:>10.0f} {r['bytes_per_step'] / max(1, r['N']):>7.0f} "
+          f"{r['bandwidth_GBs']:>8.1f} {100 * r['bandwidth_fraction']:>6.1f} {r['rebuilds_per_1000_steps']:>8.1f} "
+          f"{r['host_ms_per_step']:>8.4f} {r['device_ms_per_step']:>8.4f} {r['memory_MB']:>8.1f}", flush=True)  # fmt: skip
+
+
+def main(argv=None) -> int:
+    return run_bench(build_parser().parse_args(argv))
+
+
+def run_bench(args) -> int:
+    """Measure the rows ``args`` (see :func:`build_parser`) ask for and print them."""
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
-    rows = []
-    head = f"{'backend':<7} {'N':>9} {'ms/step':>9} {'particle-steps/s':>17} {'B/particle':>10}  breakdown [ms]"
-    print(head)
+    workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    bad = set(workloads) - {"block", "spheres", "torus"}
+    if bad:
+        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, spheres, torus", file=sys.stderr)
+        return 2
+    precisions = [p.strip() for p in args.precision.split(",")]
+    if set(precisions) - {"float64", "float32"}:
+        print(f"granular bench: --precision takes float64 and/or float32, got {args.precision!r}", file=sys.stderr)
+        return 2
+    rows, devices = [], {}
+    print(f"{'workload':<10} {'bkd':<4} {'dtype':<8} {'N':>9} {'ms/step':>9} {'p-steps/s':>12} {'steps/s':>10} "
+          f"{'B/p-step':>7} {'GB/s':>8} {'%peak':>6} {'rb/1000':>8} {'host ms':>8} {'dev ms':>8} {'MB':>8}")  # fmt: skip
     for name in names:
         try:
-            be = gr.get_backend(name)
+            be = get_backend(name)
         except BackendError as exc:
-            print(f"{name:<7} skipped: {exc}")
+            print(f"{name}: skipped: {exc}")
             continue
         if be.simulated:
-            print(f"{name:<7} skipped: CUDA simulator (not a throughput measurement)")
+            print(f"{name}: skipped: CUDA simulator (not a throughput measurement)")
             continue
-        for n in (int(v) for v in args.n.split(",")):
-            r = bench_block(be, n, args.min_time)
+        peak, how = peak_bandwidth(be)
+        devices[name] = {"device": be.device, "peak_bandwidth_GBs": peak / 1e9, "peak_bandwidth_from": how}
+        cases = []
+        for dtype in precisions:
+            if "torus" in workloads:
+                cases.append(("torus", lambda: torus_builder(), 5e-4, dtype))
+            if "block" in workloads:
+                cases += [("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype) for n in _ints(args.n)]
+            if "spheres" in workloads:
+                cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype) for n in _ints(args.spheres)]
+        for label, build, h, dtype in cases:
+            model = build().finalize(be, dtype=np.dtype(dtype))
+            r = measure(model, h, args.min_time, label=label, graphs=not args.eager)
+            r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
             rows.append(r)
-            brk = ", ".join(f"{k} {v:.3g}" for k, v in r["ms"].items())
-            print(f"{name:<7} {r['N']:>9} {r['ms_per_step']:>9.3f} {r['particle_steps_per_s']:>17.3e} "
-                  f"{r['bytes_per_particle']:>10.0f}  {brk}", flush=True)  # fmt: skip
+            _print_row(r)
+        if "torus" in workloads:
+            for dtype in precisions:
+                r = torus_run(name, dtype)
+                if r:
+                    rows.append(r)
+                    _print_row(r)
     if args.json:
-        meta = {"python": sys.version.split()[0], "platform": platform.platform(), "granular": gr.__version__,
-                "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+        meta = {"python": sys.version.split()[0], "platform": platform.platform(), "granular": __version__,
+                "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(), "devices": devices}  # fmt: skip
         with open(args.json, "w") as fh:
             json.dump({"meta": meta, "results": rows}, fh, indent=2)
     return 0

@@ -234,10 +234,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .benchmark import main as bench_main
+    from .benchmark import run_bench
 
-    argv = ["--backend", args.backend, "--n", args.n, "--min-time", str(args.min_time)]
-    return bench_main(argv + (["--json", args.json] if args.json else []))
+    return run_bench(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -270,11 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     # dispatched in main() before this parser; listed here for `granular -h`
     sub.add_parser("ensemble", help="a [bodies] scene over N sampled bodies (granular ensemble -h)", add_help=False)
 
-    bench = sub.add_parser("bench", help="throughput of the bonded block impact (particle-steps/s)")
-    bench.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
-    bench.add_argument("--n", default="10,22,46", help="block edges, N = n^3 (default 10,22,46)")
-    bench.add_argument("--min-time", type=float, default=1.0, help="seconds timed per size")
-    bench.add_argument("--json", metavar="PATH", help="save the results with the hardware description")
+    bench = sub.add_parser("bench", help="throughput of the particle engine (block impact, Hertz spheres, torus)")
+    from .benchmark import build_parser as bench_parser
+
+    bench_parser(bench)
     bench.set_defaults(func=cmd_bench)
 
     from .validation import STUDIES

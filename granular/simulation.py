@@ -50,6 +50,7 @@ from . import diagnostics as diag
 from .health import ENERGY_TOLERANCE, HealthCheck, HealthError, Snapshot
 from .integrators import ExplicitIntegrator, IntegrationError
 from .io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint, write_walls
+from .io.vtk import FrameQueue
 from .io._atomic import atomic_write_bytes
 from .resources import cadence, check_disk, check_writable, output_counts, run_output_bytes
 
@@ -349,10 +350,10 @@ class Simulation:
         health = HealthCheck(model, dt, row, self.energy_tolerance, start=health_start)
         snapshot = Snapshot(state, STATE_ARRAYS)
         if resumed:
-            frames = FrameWriter.resume(self.out_dir, after_time=state.time)
+            frames = FrameQueue(FrameWriter.resume(self.out_dir, after_time=state.time))
             series = SeriesWriter.resume(os.path.join(self.out_dir, "series.csv"), after_time=state.time)
         else:
-            frames = FrameWriter(self.out_dir)
+            frames = FrameQueue(FrameWriter(self.out_dir))
             series = SeriesWriter(os.path.join(self.out_dir, "series.csv"), list(row))
             walls = model.force("walls")
             if walls is not None:
@@ -363,6 +364,8 @@ class Simulation:
             frames.write(state.time, *frame_data(model, state))
 
         def checkpoint():
+            frames.sync()  # what the checkpoint follows is on disk before it
+            series.sync()
             meta = {"scene": self.scene_dict, "version": __version__, "backend": model.backend.name,
                     "dt": dt, "integrator": self.integrator.scheme, "step": state.step, "time": state.time,
                     "health": health.start_values()}  # fmt: skip
@@ -426,6 +429,7 @@ class Simulation:
                 signal.signal(sig, handler)
             progress.close()
             series.close()
+            frames.close()
         wall = time.perf_counter() - started
         checkpoint()
         progress.event("checkpoint", step=state.step, time=state.time, path=ckpt_path, final=True)

@@ -32,6 +32,7 @@ from .layout import (
     BIT_ROTATION,
     BIT_SKIN,
     FAMILY_BONDS,
+    REPORT_ACCEL2,
     REPORT_BUCKET,
     REPORT_DISPLACEMENT2,
     REPORT_NEIGHBORS,
@@ -74,8 +75,8 @@ _bucket_of = _G.bucket_of
 # IEEE arithmetic as on the GPU (``error_model="numpy"``): a division by zero gives an
 # infinity or a NaN, which the step's finiteness checks report, instead of a Python
 # exception from inside a loop.
-_kernel = njit(cache=True, _nrt=False, error_model="numpy")
-_parallel = njit(parallel=True, cache=True, _nrt=False, error_model="numpy")
+_kernel = njit(cache=True, nogil=True, _nrt=False, error_model="numpy")
+_parallel = njit(parallel=True, cache=True, nogil=True, _nrt=False, error_model="numpy")
 
 
 @_kernel
@@ -234,23 +235,26 @@ def block_start(status, report):
 
 
 @_kernel
-def report(dyn, contacts, status, out):
+def report(dyn, par, contacts, status, out):
     """Reduce the block's per-particle results into ``out`` (``REPORT_*`` slots): which
-    failures occurred, the largest displacement since the last neighbour build and the
-    largest speed (squared)."""
+    failures occurred, the largest displacement since the last neighbour build, the
+    largest speed and acceleration (squared)."""
     bits = 0
     d2max = 0.0
     v2max = 0.0
+    a2max = 0.0
     for i in range(dyn.x.shape[0]):
-        b, d2, v2 = _report_values(i, dyn, contacts, status)
+        b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
         bits |= b
         d2max = max(d2max, d2)
         v2max = max(v2max, v2)
+        a2max = max(a2max, a2)
     out[REPORT_ROTATION] = 1.0 if bits & BIT_ROTATION else 0.0
     out[REPORT_NOT_FINITE] = 1.0 if bits & BIT_NOT_FINITE else 0.0
     out[REPORT_SKIN] = 1.0 if bits & BIT_SKIN else 0.0
     out[REPORT_DISPLACEMENT2] = d2max
     out[REPORT_SPEED2] = v2max
+    out[REPORT_ACCEL2] = a2max
 
 
 @_kernel
@@ -275,6 +279,40 @@ def _max_count(count):
     for i in range(count.shape[0]):
         most = max(most, count[i])
     return most
+
+
+@_kernel
+def _rebuild(nchunks, x, radius, contacts, grid, report):
+    most = _grid_bin(x, grid)
+    report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
+    if most <= grid.members.shape[1]:
+        if nchunks:
+            _build_parallel(nchunks, x, radius, contacts, grid)
+        else:
+            _build_range(0, x.shape[0], x, radius, contacts, grid)
+        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+
+
+@_kernel
+def _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status,
+                  out):  # fmt: skip
+    block_start(status, out)
+    _save_range(0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
+    if rebuild_first:
+        _rebuild(0, dyn.x, par.radius, contacts, grid, out)
+    _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    report(dyn, par, contacts, status, out)
+
+
+@_kernel
+def _block_parallel(nsteps, nchunks, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                    status, out):  # fmt: skip
+    block_start(status, out)
+    _save_parallel(nchunks, dyn, saved)
+    if rebuild_first:
+        _rebuild(nchunks, dyn.x, par.radius, contacts, grid, out)
+    _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    report(dyn, par, contacts, status, out)
 
 
 _cache.__exit__(None, None, None)
@@ -372,15 +410,19 @@ def bond_measures(dyn, bonds, out):
 def rebuild(x, radius, contacts, grid, report):
     """Build the neighbour list at ``x`` in place; the largest bucket occupancy and row
     length go to ``report`` (the caller regrows and builds again on overflow)."""
-    most = _grid_bin(x, grid)
-    report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
-    if most <= grid.members.shape[1]:
-        c = _threads(x.shape[0])
-        if c:
-            _build_parallel(c, x, radius, contacts, grid)
-        else:
-            _build_range(0, x.shape[0], x, radius, contacts, grid)
-        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+    _rebuild(_threads(x.shape[0]), x, radius, contacts, grid, report)
+
+
+def block(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status, report):
+    """A whole block in one compiled call: clear the status and the report, save the
+    state into ``saved``, rebuild the neighbour list if asked, ``nsteps`` steps, report."""
+    c = _threads(dyn.x.shape[0])
+    if c:
+        _block_parallel(nsteps, c, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                        status, report)  # fmt: skip
+    else:
+        _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                      status, report)  # fmt: skip
 
 
 def to_device(a):

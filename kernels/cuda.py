@@ -21,6 +21,7 @@ from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
     BIT_SKIN,
+    REPORT_ACCEL2,
     REPORT_BUCKET,
     REPORT_DISPLACEMENT2,
     REPORT_NEIGHBORS,
@@ -115,28 +116,30 @@ def _block_start_kernel(status, report):
 
 
 @cuda.jit
-def _report_kernel(dyn, contacts, status, out):
+def _report_kernel(dyn, par, contacts, status, out):
     """Block-level reduction of the per-particle report values (shared memory), then
     one atomic per block into ``out``."""
     i = cuda.grid(1)
     t = cuda.threadIdx.x
     bits_sh = cuda.shared.array(TPB, int32)
-    val_sh = cuda.shared.array((2, TPB), float64)
+    val_sh = cuda.shared.array((3, TPB), float64)
     b = 0
     d2 = 0.0
     v2 = 0.0
+    a2 = 0.0
     if i < dyn.x.shape[0]:
-        b, d2, v2 = _report_values(i, dyn, contacts, status)
+        b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
     bits_sh[t] = b
     val_sh[0, t] = d2
     val_sh[1, t] = v2
+    val_sh[2, t] = a2
     cuda.syncthreads()
     s = TPB // 2
     while s > 0:
         if t < s:
             bits_sh[t] |= bits_sh[t + s]
-            val_sh[0, t] = max(val_sh[0, t], val_sh[0, t + s])
-            val_sh[1, t] = max(val_sh[1, t], val_sh[1, t + s])
+            for c in range(3):
+                val_sh[c, t] = max(val_sh[c, t], val_sh[c, t + s])
         cuda.syncthreads()
         s //= 2
     if t == 0:
@@ -149,6 +152,7 @@ def _report_kernel(dyn, contacts, status, out):
             out[REPORT_SKIN] = 1.0
         cuda.atomic.max(out, REPORT_DISPLACEMENT2, val_sh[0, 0])
         cuda.atomic.max(out, REPORT_SPEED2, val_sh[1, 0])
+        cuda.atomic.max(out, REPORT_ACCEL2, val_sh[2, 0])
 
 
 @cuda.jit
@@ -252,8 +256,8 @@ def block_start(status, report):
     _block_start_kernel[_grid(max(status.shape[0], report.shape[0]))](status, report)
 
 
-def report(dyn, contacts, status, out):
-    _report_kernel[_grid(dyn.x.shape[0])](dyn, contacts, status, out)
+def report(dyn, par, contacts, status, out):
+    _report_kernel[_grid(dyn.x.shape[0])](dyn, par, contacts, status, out)
 
 
 def family_forces(family, dyn, par, bonds, contacts, walls, fields):

@@ -77,6 +77,7 @@ REPORT_DISPLACEMENT2 = 3  # largest |x - x_ref|² at the end of the block
 REPORT_SPEED2 = 4  # largest |v|² at the end of the block
 REPORT_NEIGHBORS = 5  # largest neighbour count found by a build in the block
 REPORT_BUCKET = 6  # largest bucket occupancy found by a build in the block
+REPORT_ACCEL2 = 7  # largest |F/m|² at the end of the block
 REPORT_SIZE = 8
 #: Stands for a non-finite or absurd value in the report (float64).
 REPORT_BIG = 1e300

@@ -142,9 +142,9 @@ def build(jit):
             dst.released[i] = src.released[i]
 
     @jit
-    def report_values(i, dyn, contacts, status):
+    def report_values(i, dyn, par, contacts, status):
         """Particle ``i``'s share of a block report: its status bits, ``|x - x_ref|²``
-        (with a neighbour list) and ``|v|²``, as float64 (non-finite values as
+        (with a neighbour list), ``|v|²`` and ``|F/m|²``, as float64 (non-finite values as
         :data:`kernels.layout.REPORT_BIG`)."""
         T = dyn.x.dtype.type
         d2 = T(0.0)
@@ -153,15 +153,20 @@ def build(jit):
                 e = dyn.x[i, c] - contacts.x_ref[i, c]
                 d2 += e * e
         v2 = T(0.0)
+        a2 = T(0.0)
         for c in range(3):
             v2 += dyn.v[i, c] * dyn.v[i, c]
+            a2 += dyn.F[i, c] * dyn.F[i, c]
         dd = float(d2)
         vv = float(v2)
+        aa = float(a2) / (float(par.mass[i]) * float(par.mass[i]))
         if not (dd <= REPORT_BIG):
             dd = REPORT_BIG
         if not (vv <= REPORT_BIG):
             vv = REPORT_BIG
-        return status[i], dd, vv
+        if not (aa <= REPORT_BIG):
+            aa = REPORT_BIG
+        return status[i], dd, vv, aa
 
     return SimpleNamespace(
         quat_multiply=quat_multiply,

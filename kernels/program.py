@@ -115,7 +115,7 @@ class Program:
     def tail(self) -> None:
         b = self.b
         self._on_stream()
-        self.k.report(b["dyn"], b["contacts"], b["flags"].status, b["flags"].report)
+        self.k.report(b["dyn"], b["par"], b["contacts"], b["flags"].status, b["flags"].report)
 
     def restore(self) -> None:
         """Copy the state saved by the last head back (the block is undone)."""
@@ -132,6 +132,11 @@ class Program:
 
     def block(self, count: int, scheme: int, h, rebuild: bool) -> None:
         """Queue one block: head (save, optional rebuild), ``count`` steps, tail."""
+        b = self.b
+        if getattr(self.k, "block", None) is not None:  # the CPU: one compiled call
+            self.k.block(count, scheme, h, rebuild, b["dyn"], b["saved"], b["par"], b["bonds"], b["contacts"],
+                         b["grid"], b["walls"], b["fields"], b["flags"].status, b["flags"].report)  # fmt: skip
+            return
         if not (self.graphs_enabled and self._warm):
             self.head(rebuild)
             self.steps(count, scheme, h)

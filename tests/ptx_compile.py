@@ -46,7 +46,7 @@ def kernel_arguments(dtype):
         "bond_eval": (K._bond_eval_kernel, (True, dyn, a["bonds"])),
         "save": (K._save_kernel, (dyn, dyn)),
         "block_start": (K._block_start_kernel, (s.status, report)),
-        "report": (K._report_kernel, (dyn, a["contacts"], s.status, report)),
+        "report": (K._report_kernel, (dyn, a["par"], a["contacts"], s.status, report)),
         "family_forces": (K._family_forces_kernel, (2, dyn, *fam)),
         "diagnostics": (K._diagnostics_kernel, (dyn, *fam, np.zeros((m.n, len(DIAGNOSTICS)), dtype))),
         "bond_measures": (K._bond_measures_kernel, (dyn, a["bonds"], np.zeros((m.n_bonds, 5), dtype))),

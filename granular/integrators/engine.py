@@ -34,6 +34,7 @@ import numpy as np
 from kernels.layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
+    REPORT_ACCEL2,
     REPORT_DISPLACEMENT2,
     REPORT_NOT_FINITE,
     REPORT_ROTATION,
@@ -88,6 +89,7 @@ class ParticleEngine:
         self._version = self._nl("version")
         self._d2 = None  # largest squared displacement since the last build (None: unknown)
         self._v2 = 0.0
+        self._a2 = 0.0
         self.safety = SAFETY
         self.steps = self.blocks = self.block_rebuilds = self.redone = self.regrows = 0
 
@@ -139,7 +141,7 @@ class ParticleEngine:
         rep = self.program.read_report()
         st.forces_valid = True
         self._d2 = rep[REPORT_DISPLACEMENT2]
-        self._v2 = rep[REPORT_SPEED2]
+        self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
 
     def advance(self, scheme: int, h, steps: int) -> None:
         """Take ``steps`` steps of size ``h`` (a float of the model's dtype) in blocks."""
@@ -169,7 +171,7 @@ class ParticleEngine:
                     self.neighbors.builds += 1
                     self.block_rebuilds += 1
                 self._d2 = rep[REPORT_DISPLACEMENT2]
-                self._v2 = rep[REPORT_SPEED2]
+                self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
                 self.safety = max(SAFETY, 0.95 * self.safety)
                 self._commit(count, h)
             left -= count
@@ -194,7 +196,7 @@ class ParticleEngine:
         if rep[REPORT_NOT_FINITE]:
             raise self._failure(scheme, h)
         self._d2 = rep[REPORT_DISPLACEMENT2]
-        self._v2 = rep[REPORT_SPEED2]
+        self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
         self._commit(1, h)
 
     def _measure(self) -> None:
@@ -205,28 +207,36 @@ class ParticleEngine:
         self.program.head(False)
         self.program.tail()
         rep = self.program.read_report()
-        self._d2, self._v2 = rep[REPORT_DISPLACEMENT2], rep[REPORT_SPEED2]
+        self._d2, self._v2, self._a2 = rep[REPORT_DISPLACEMENT2], rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
 
     def _plan(self, wanted: int, h: float) -> tuple[int, bool]:
         """Block length and whether to rebuild the neighbour list first.
 
-        ``per_step`` bounds how far the fastest particle moves in a step (its speed at the
-        end of the last block times the safety factor). The block runs without a rebuild
-        while the unused part of the skin/2 budget covers it, or covers at least half of
-        what a fresh list would; otherwise it starts with a rebuild.
+        The fastest particle moves at most ``d(k) = k h v + (k h)² a / 2`` in ``k`` steps
+        (``v``, ``a``: the largest speed and acceleration at the end of the last block),
+        times the safety factor. The block runs without a rebuild while the unused part
+        of the skin/2 budget covers it, or covers at least half of what a fresh list
+        would; otherwise it starts with a rebuild.
         """
         if self.neighbors is None:
             return wanted, False
         budget = 0.5 * self.neighbors.skin
-        per_step = self.safety * h * math.sqrt(self._v2)
         used = math.sqrt(self._d2)
-        if per_step == 0.0:
-            return wanted, used > budget
-        fresh = max(1, int(budget / per_step))
-        free = int((budget - used) / per_step) if used <= budget else 0
-        if free >= min(wanted, (fresh + 1) // 2):
-            return min(wanted, max(1, free)), False
-        return min(wanted, fresh), True
+        v, a = self.safety * h * math.sqrt(self._v2), 0.5 * self.safety * h * h * math.sqrt(self._a2)
+
+        def steps_within(room):
+            """Largest k with v k + a k² <= room."""
+            if room <= 0.0:
+                return 0
+            if a == 0.0:
+                return wanted if v == 0.0 else int(room / v)
+            return int((math.sqrt(v * v + 4.0 * a * room) - v) / (2.0 * a))
+
+        fresh = max(1, min(wanted, steps_within(budget)))
+        free = min(wanted, steps_within(budget - used))
+        if free >= min(wanted, (fresh + 1) // 2) and free >= 1:
+            return free, False
+        return fresh, True
 
     def _commit(self, count: int, h) -> None:
         """Advance the clock: ``time = t0 + (step - step0) h`` with ``(t0, step0, h)`` in

@@ -54,16 +54,21 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, write) -> str:
+def atomic_write(path: str, write, durable: bool = True) -> str:
     """Call ``write(tmp)`` to create the temporary file ``tmp``, then move it to ``path``.
 
     On any exception the temporary file is removed and the exception propagates, so
     ``path`` keeps its previous content (or stays absent). Returns ``path``.
+    ``durable``: flush the file and the rename to disk before returning. Without it the
+    replacement is still atomic for every reader and survives the process being killed
+    (the operating system holds the data); only a crash of the machine itself could lose
+    it before the next :func:`fsync_file` (a run syncs its output at each checkpoint).
     """
     tmp = temp_path(path)
     try:
         write(tmp)
-        fsync_file(tmp)
+        if durable:
+            fsync_file(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -71,18 +76,19 @@ def atomic_write(path: str, write) -> str:
         except OSError:
             pass
         raise
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if durable:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
     return path
 
 
-def atomic_write_bytes(path: str, data: bytes) -> str:
-    """Replace ``path`` atomically with ``data``."""
+def atomic_write_bytes(path: str, data: bytes, durable: bool = True) -> str:
+    """Replace ``path`` atomically with ``data`` (``durable`` as :func:`atomic_write`)."""
 
     def write(tmp):
         with open(tmp, "wb") as f:
             f.write(data)
 
-    return atomic_write(path, write)
+    return atomic_write(path, write, durable)
 
 
 def remove_temp_files(directory: str, final_name: str | None = None) -> list[str]:

@@ -2,8 +2,9 @@
 
 File format: a header line of column names, then one line per row, every value written
 with ``%.17g`` (enough digits to read back the same float64), ``\\n`` line ends. The
-first column is always ``time``. Each row is flushed and fsync'ed as it is appended, so a
-killed run leaves a file of complete lines (a last line without its ``\\n`` can only be
+first column is always ``time``. Each row is written in one call and flushed as it is
+appended (and the file is flushed to disk by :meth:`SeriesWriter.sync`, which a run calls
+at every checkpoint), so a killed run leaves a file of complete lines (a last line without its ``\\n`` can only be
 an interrupted write: :func:`read_series` and :meth:`SeriesWriter.resume` ignore it).
 """
 
@@ -127,10 +128,16 @@ class SeriesWriter:
                 raise ValueError(f"row[{c!r}]: expected a real scalar, got {v!r}") from None
         self._file.write(",".join(fields) + "\n")  # one write: a kill leaves whole lines
         self._file.flush()
-        os.fsync(self._file.fileno())
+
+    def sync(self) -> None:
+        """Flush the rows written so far to disk (a checkpoint's companion)."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:
+            self.sync()
             self._file.close()
             self._file = None
 

@@ -35,7 +35,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ._atomic import atomic_write, atomic_write_bytes, remove_temp_files
+from ._atomic import atomic_write, atomic_write_bytes, fsync_dir, fsync_file, remove_temp_files
 
 PVD_NAME = "frames.pvd"
 FRAMES_DIR = "frames"
@@ -146,6 +146,7 @@ class FrameWriter:
         remove_temp_files(self.out_dir, PVD_NAME)
         self._frames: list[tuple[float, str]] = []  # (time, path relative to out_dir)
         self.next_index = 0
+        self._unsynced: list[str] = []  # written atomically, not yet flushed to disk
 
     @classmethod
     def resume(cls, out_dir: str, after_time: float | None = None) -> "FrameWriter":
@@ -184,7 +185,7 @@ class FrameWriter:
                 raise ValueError(f"{self.pvd_path}: lists {rel!r} but {os.path.join(self.out_dir, rel)} is missing")
         self.next_index = max(indices[:n_keep]) + 1 if n_keep else 0
         if dropped:
-            self._write_pvd(self._frames)
+            self._write_pvd(self._frames, durable=True)
         listed = {os.path.basename(rel) for _, rel in self._frames}
         for _, rel in dropped:
             try:
@@ -202,8 +203,22 @@ class FrameWriter:
         """``(time, path relative to out_dir)`` of each frame written so far, in order."""
         return list(self._frames)
 
-    def _write_pvd(self, frames) -> None:
-        atomic_write_bytes(self.pvd_path, _pvd_text(frames).encode("utf-8"))
+    def _write_pvd(self, frames, durable=False) -> None:
+        atomic_write_bytes(self.pvd_path, _pvd_text(frames).encode("utf-8"), durable)
+        if not durable:
+            self._unsynced.append(self.pvd_path)
+
+    def sync(self) -> None:
+        """Flush the frames and the collection written since the last call to disk (a
+        run calls it at every checkpoint). Each write is already atomic for readers and
+        survives the process being killed; this makes them survive a machine crash."""
+        for path in dict.fromkeys(self._unsynced):
+            if os.path.exists(path):
+                fsync_file(path)
+        if self._unsynced:
+            fsync_dir(self.frames_dir)
+            fsync_dir(self.out_dir)
+        self._unsynced = []
 
     def write(self, time: float, points, point_data: dict, lines=None, cell_data: dict | None = None) -> str:
         """Write the next frame and list it in ``frames.pvd``; returns the frame's path.
@@ -257,7 +272,9 @@ class FrameWriter:
 
         rel = f"{FRAMES_DIR}/{_frame_name(self.next_index)}"
         path = os.path.join(self.out_dir, rel)
-        atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"))
+        atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"),
+                     durable=False)  # fmt: skip
+        self._unsynced.append(path)
         frames = self._frames + [(t, rel)]
         try:
             self._write_pvd(frames)
@@ -328,3 +345,68 @@ def write_walls(out_dir: str, planes, center, size: float) -> str | None:
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "walls.vtu")
     return atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"))
+
+
+class FrameQueue:
+    """Writes the frames of a :class:`FrameWriter` on a background thread, in order, so
+    that the step loop does not wait for the VTK encoding and the disk.
+
+    :meth:`write` takes the same arguments as :meth:`FrameWriter.write` (host arrays,
+    which must not be changed afterwards) and returns at once unless ``depth`` frames are
+    already waiting. An error of the writer is raised by the next :meth:`write`,
+    :meth:`flush` or :meth:`close`. :meth:`flush` waits until every frame is written,
+    :meth:`sync` also flushes them to disk (before a checkpoint). Frames not yet written
+    when the process is killed are lost, and ``frames.pvd`` lists only written ones.
+    """
+
+    def __init__(self, writer: FrameWriter, depth: int = 4):
+        import queue
+        import threading
+
+        self.writer = writer
+        self._queue = queue.Queue(maxsize=max(1, int(depth)))
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="granular-frames", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self.writer.write(*item[0], **item[1])
+            except BaseException as exc:  # reported to the step loop's thread
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise exc
+
+    def write(self, *args, **kwargs) -> None:
+        self._raise()
+        self._queue.put((args, kwargs))
+
+    def flush(self) -> None:
+        self._queue.join()
+        self._raise()
+
+    def sync(self) -> None:
+        self.flush()
+        self.writer.sync()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.join()
+            self._queue.put(None)
+            self._thread.join()
+        self._raise()
+
+    @property
+    def frames(self):
+        self.flush()
+        return self.writer.frames
