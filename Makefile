@@ -1,7 +1,7 @@
 # Convenience targets; each is one plain command you can also type.
 PY ?= python
 
-.PHONY: install test test-long run validate bench info
+.PHONY: install test test-long run validate bench info gpu-check
 
 install:            ## install with the test extras (editable)
 	$(PY) -m pip install -e ".[test]"
@@ -18,9 +18,20 @@ run:                ## the README's main job: torus impact to out/torus_impact
 validate:           ## paper reproductions, figures and plots in out/validate
 	for s in pendulum torus nontwisting ulvc; do granular validate $$s --out out/validate || exit 1; done
 
-bench:              ## throughput: bonded block impact and the bare integrator
-	granular bench --backend all --n 10,22,46,100
+bench:              ## throughput on the CPU: block impact, Hertz spheres, torus
+	$(PY) -m granular bench --backend cpu --n 10,22,40,100 --spheres 10000,100000 --precision float64,float32
 	$(PY) bench/bench_integrator.py
+
+OUT ?= out/gpu-check
+gpu-check:          ## on a GPU machine: GPU tests, CPU/GPU agreement, GPU benchmark; logs and JSON in OUT
+	mkdir -p $(OUT)
+	$(PY) -m granular info --json > $(OUT)/info.json; cat $(OUT)/info.json
+	$(PY) -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee $(OUT)/gpu-tests.log
+	$(PY) bench/agreement.py --json $(OUT)/agreement.json 2>&1 | tee $(OUT)/agreement.log
+	$(PY) -m granular bench --backend gpu --n 10,22,100,150,215 --spheres 10000,100000,1000000,10000000 \
+		--precision float64,float32 --json $(OUT)/bench-gpu.json 2>&1 | tee $(OUT)/bench-gpu.log
+	$(PY) -m granular bench --backend gpu --eager --workload torus,spheres --spheres 10000 \
+		--json $(OUT)/bench-gpu-eager.json 2>&1 | tee $(OUT)/bench-gpu-eager.log
 
 info:
 	granular info

@@ -19,6 +19,7 @@ arrays and ``backend.kernels`` for hot loops.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from types import ModuleType
@@ -103,7 +104,36 @@ def gpu_probe() -> tuple[bool, str]:
                 return False, f"CuPy found {name}, but numba-cuda cannot use it (driver or toolkit mismatch)"
         except Exception as exc:
             return False, f"CuPy found {name}, but numba-cuda is not importable ({type(exc).__name__}: {exc})"
+        compiles, why = numba_cuda_compiles()
+        if not compiles:
+            return False, f"CuPy found {name}, but {why}"
     return True, f"{name} (CUDA device {cupy.cuda.Device().id} of {count})"
+
+
+@lru_cache(maxsize=None)
+def numba_cuda_compiles() -> tuple[bool, str]:
+    """Whether numba-cuda can compile a kernel here (to PTX, which needs no device), and
+    why not: a numba-cuda that is importable can still fail at its first compilation,
+    for example numba-cuda <= 0.30 with NumPy 2.5 (``module 'numpy' has no attribute
+    'row_stack'``)."""
+    try:
+        import numba_cuda
+        from numba import cuda
+    except Exception as exc:
+        return False, f"numba-cuda is not importable ({type(exc).__name__}: {exc})"
+
+    def scale(a):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            a[i] = 2.0 * a[i]
+
+    try:
+        cuda.compile_ptx(scale, "void(float64[:])", cc=(7, 5))
+    except Exception as exc:
+        return False, (f"numba-cuda {numba_cuda.__version__} cannot compile kernels with NumPy {np.__version__} "
+                       f"({type(exc).__name__}: {exc}); install the GPU extra, which pins a working "
+                       "stack: pip install 'granular[gpu]' (NumPy < 2.5)")  # fmt: skip
+    return True, "numba-cuda compiles kernels"
 
 
 @lru_cache(maxsize=None)
@@ -121,7 +151,11 @@ def get_backend(name: str = "auto") -> Backend:
         return _cpu_backend()
     found, what = gpu_probe()
     if name == "auto":
-        return _gpu_backend(what) if found and not cuda_simulator_enabled() else _cpu_backend()
+        if found and not cuda_simulator_enabled():
+            return _gpu_backend(what)
+        if "numba-cuda" in what and "CuPy found" in what:  # a GPU is there but unusable: say so
+            warnings.warn(f"backend 'auto' uses the CPU: {what}", RuntimeWarning, stacklevel=2)
+        return _cpu_backend()
     if found and not cuda_simulator_enabled():
         return _gpu_backend(what)
     if cuda_simulator_enabled():

@@ -41,7 +41,7 @@ def _versions() -> dict:
 
 
 def cmd_info(args) -> int:
-    from .backend import cuda_simulator_enabled, get_backend, gpu_probe
+    from .backend import cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 
     found, what = gpu_probe()
     info = {
@@ -53,6 +53,9 @@ def cmd_info(args) -> int:
         "cuda_simulator": cuda_simulator_enabled(),
         "auto_backend": get_backend("auto").name,
     }
+    why = None
+    if not info["cuda_simulator"]:
+        info["gpu_kernels_compile"], why = numba_cuda_compiles()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -62,6 +65,9 @@ def cmd_info(args) -> int:
         if k not in ("granular", "python"):
             print(f"  {k:<11} {v if v is not None else 'not installed'}")
     print("  GPU        ", ("found: " if found else "none: ") + what)
+    if why is not None:
+        ok = info["gpu_kernels_compile"]
+        print("  GPU kernels", "compile (numba-cuda and NumPy work together)" if ok else f"do not compile: {why}")
     print("  CUDA sim   ", "on (NUMBA_ENABLE_CUDASIM=1)" if info["cuda_simulator"] else "off")
     print("  'auto' ->  ", info["auto_backend"])
     return 0
@@ -210,7 +216,8 @@ def cmd_run(args) -> int:
             return refuse(f"--resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
                           f"{model.backend.name!r} (bit-for-bit restarts need the same backend)")  # fmt: skip
         restore_state(model, state, arrays)
-    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json, stable_step=estimate)
+    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json, stable_step=estimate,
+                     graphs=run.graphs and not args.eager)  # fmt: skip
     sim.preflight(total, state.step)
     clear(to_clear)
     if not args.quiet and not args.log_json:
@@ -261,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run even when run.dt is above the stable-step estimate")
     run.add_argument("--allow-long-run", action="store_true",
                      help=f"start a run of more than {LONG_RUN_STEPS:.0e} steps without asking")
+    run.add_argument("--eager", action="store_true",
+                     help="on a GPU, launch every kernel from the host instead of replaying CUDA graphs "
+                          "(same results; for debugging and comparison)")  # fmt: skip
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     run.add_argument("--log-json", action="store_true",
                      help="JSON-lines events on stdout, for scripts (also with --quiet)")

@@ -79,6 +79,14 @@ class NeighborList:
         self._bundles = None
         self.valid = False
 
+    def resize(self, capacity: int, depth: int | None = None) -> None:
+        """Start over with rows of ``capacity`` entries and buckets of ``depth`` particles
+        (for example to reserve room for a dense packing ahead of time); the list must be
+        built again."""
+        if int(capacity) < 1 or (depth is not None and int(depth) < 1):
+            raise ValueError(f"capacity and depth: must be >= 1, got {capacity!r} and {depth!r}")
+        self._allocate(int(capacity), self.depth if depth is None else int(depth))
+
     def bundles(self, kpp, mode):
         """The ``Contacts`` and ``Grid`` argument bundles (device views) for ``mode``
         :data:`kernels.laws.CONTACTS_LIST`, with stiffness ``kpp`` (a scalar of the

@@ -9,8 +9,8 @@ limits included; the GPU's free memory) and raises :class:`ResourceError` naming
 numbers. :func:`check_disk` does the same for an output directory's file system.
 
 Calibration (``granular run`` of a bonded lattice block with contacts and a wall, peak
-RSS between 6.4e4 and 3.4e5 particles, float64 on the CPU): 700 B per particle and 400 B
-per bond, plus the health check's copy of the state (160 B per particle).
+RSS between 6.4e4 and 2.6e5 particles, float64 on the CPU): 2.74 kB per particle with its
+three bonds.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import resource
 import shutil
 
 import numpy as np
+
+from .neighbors import BUCKET_DEPTH
 
 #: Bytes of the interpreter, Numba and the libraries, before any particle [host].
 HOST_BASELINE = 300 * 2**20
@@ -38,21 +40,25 @@ def bytes_per_item(dtype) -> dict:
     ``bond_device``, ``bond_host``, ``slot_device`` (one neighbour-list entry). The device
     parts are host memory on the CPU backend.
 
-    Per particle on the device: the state (x, v, q, Ω, F, RM: 19 floats) twice (the
-    integrator's back buffers), the status word, mass, inertia and radius, the health
-    check's copy of the state (19 floats and more), the forces' energy scratch (8 floats)
-    and the cell-list build (six 8-byte integers). On the host: the builder's lists and
-    the initial conditions, and the output's temporary copies (24 floats).
-    Per bond on the device: rest data, stiffnesses, thresholds and the per-bond force
-    terms (25 floats), the energy measures (5 float64), the end indices and the CSR
-    (four int64) and the broken flags; on the host: the builder's lists and the
-    finalize step's sort keys (about 130 bytes).
+    Per particle on the device: the state (x, v, q, Ω, F, RM: 19 floats) three times (the
+    state, the block loop's saved copy, the health check's copy), the status word, mass,
+    inertia and radius, the per-particle diagnostics row (17 floats) and the zero
+    velocities of analysis calls (3 floats); the neighbour list's count and ``x_ref`` (4
+    bytes and 3 floats) and its hash grid (one bucket counter and ``BUCKET_DEPTH``
+    member slots, about one bucket per particle). On the host: the builder's lists and
+    the initial conditions, the output's temporary copies and the other temporaries of
+    setup and output (84 floats, the remainder of the calibration below).
+    Per bond on the device: rest data, stiffnesses, thresholds (16 floats), the CPU's
+    per-bond force terms (9 floats), the energy measures (5 floats), the released energy
+    three times (state and copies), the end indices and the CSR (four int64) and the
+    broken flags (three); on the host: the builder's lists and the finalize step's sort
+    keys (about 130 bytes).
     """
     f = np.dtype(dtype).itemsize
     return {
-        "particle_device": (2 * 19 + 3 + 20 + 8) * f + 4 + 6 * 8,
-        "particle_host": 24 * 8,
-        "bond_device": 25 * f + 5 * 8 + 4 * 8 + 3,
+        "particle_device": (3 * 19 + 3 + 17 + 3 + 3) * f + 4 + 4 + (1 + BUCKET_DEPTH) * 4 + 8,
+        "particle_host": 84 * 8,
+        "bond_device": (16 + 9 + 5 + 3) * f + 4 * 8 + 3,
         "bond_host": 130,
         "slot_device": 4,
     }

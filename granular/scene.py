@@ -68,6 +68,7 @@ class RunTable(_Strict):
     precision: Literal["float64", "float32"] = "float64"
     allow_unstable_step: bool = False
     energy_tolerance: Positive = ENERGY_TOLERANCE
+    graphs: bool = True  # replay blocks of steps as CUDA graphs on a GPU (false: launch every kernel)
 
     @model_validator(mode="after")
     def _one_length(self):

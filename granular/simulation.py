@@ -152,12 +152,14 @@ class Progress:
 
 
 def frame_data(model, state):
-    """Points, point data, bond lines and bond cell data of one frame (host arrays)."""
+    """Points, point data, bond lines and bond cell data of one frame: host arrays of
+    their own (copies, never views of the state, which the next steps change while a
+    background thread may still be writing the frame)."""
     be = model.backend
-    x = be.to_host(state.x)
+    x = np.array(be.to_host(state.x))
     R = be.to_host(state.R)
-    v = be.to_host(state.v)
-    w = be.to_host(state.omega)
+    v = np.array(be.to_host(state.v))
+    w = np.array(be.to_host(state.omega))
     m, J = be.to_host(model.mass), be.to_host(model.inertia)
     point = {
         "id": np.arange(model.n, dtype=np.int64),
@@ -175,7 +177,7 @@ def frame_data(model, state):
     if model.n_bonds:
         meas = model.bonds.measures(model, state)
         lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
-        cell = {"strain": meas[:, 3], "angle": meas[:, 4], "broken": be.to_host(state.broken).astype(np.int8)}
+        cell = {"strain": meas[:, 3], "angle": meas[:, 4], "broken": np.array(be.to_host(state.broken), dtype=np.int8)}
     return x, point, lines, cell
 
 
@@ -286,12 +288,14 @@ class Simulation:
     start event and ``run.json``. The health check's tolerance is ``run.energy_tolerance``.
     After :meth:`execute`, ``info`` holds what ``run.json`` holds."""
 
-    def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False, stable_step=None):
+    def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False, stable_step=None,
+                 graphs=None):  # fmt: skip
         self.model = model
         self.run_table = run
         self.out_dir = out_dir
         self.scene_dict = scene_dict or {}
-        self.integrator = ExplicitIntegrator(run.integrator)
+        graphs = getattr(run, "graphs", True) if graphs is None else graphs
+        self.integrator = ExplicitIntegrator(run.integrator, graphs=graphs)
         self.quiet, self.log_json = quiet, log_json
         self.stable_step = stable_step
         self.energy_tolerance = getattr(run, "energy_tolerance", None) or ENERGY_TOLERANCE
@@ -441,6 +445,7 @@ class Simulation:
             "device": model.backend.device,
             "precision": str(model.dtype),
             "integrator": self.integrator.scheme,
+            "graphs": self.integrator.graphs and model.backend.name == "gpu" and not model.backend.simulated,
             "dt": dt,
             "stable_step": est,
             "particles": model.n,

@@ -118,3 +118,25 @@ def test_auto_picks_cpu_without_gpu():
     if gpu_probe()[0]:
         pytest.skip("a GPU is present")
     assert gr.get_backend("auto").name == "cpu"
+
+
+def _compiles_in_subprocess(prelude=""):
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    code = prelude + "\nfrom granular.backend import numba_cuda_compiles\nok, why = numba_cuda_compiles()\nprint(ok)\nprint(why)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ok, why = out.stdout.strip().split("\n", 1)
+    return ok == "True", why
+
+
+def test_a_numba_cuda_that_cannot_compile_is_named_with_the_cause():
+    """numba-cuda <= 0.30 fails at its first compilation with NumPy 2.5, which dropped
+    ``row_stack``; the same failure, reproduced by removing ``row_stack``, is reported by
+    the backend probe (and `granular info`) with both versions and the fix."""
+    ok, why = _compiles_in_subprocess()
+    if not ok:
+        pytest.skip(f"numba-cuda cannot compile here at all: {why}")
+    ok, why = _compiles_in_subprocess("import numpy\ndel numpy.row_stack")
+    assert not ok
+    assert "row_stack" in why and "NumPy" in why and "pip install 'granular[gpu]'" in why
