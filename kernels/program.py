@@ -46,22 +46,32 @@ class Program:
     ``bonds``, ``contacts``, ``grid``, ``walls``, ``fields``, ``flags`` (device views);
     ``report``: the report as a backend array (read back by :meth:`read_report`).
     ``stream``: a CuPy stream on a real GPU (``None`` otherwise); ``graphs``: capture
-    and replay blocks (real GPU only).
+    and replay blocks (real GPU only); ``launch_stream``: the stream object handed to the
+    kernel module (default: numba's view of ``stream``).
     """
 
-    def __init__(self, kernels, bundles, report, stream=None, graphs=False):
+    def __init__(self, kernels, bundles, report, stream=None, graphs=False, launch_stream=None):
         self.k = kernels
         self.report = report
         self.cupy_stream = stream
-        self.launch_stream = 0
-        if stream is not None:
+        self.launch_stream = 0 if launch_stream is None else launch_stream
+        if stream is not None and launch_stream is None:
             from numba import cuda
 
             self.launch_stream = cuda.external_stream(stream.ptr)
+        self._default_stream_event = None  # records an event on CuPy's default stream
+        if stream is not None:
+            try:
+                import cupy
+
+                self._default_stream_event = cupy.cuda.Stream.null.record
+            except ImportError:  # a stand-in stream (tests)
+                pass
         self.graphs_enabled = bool(graphs and stream is not None)
         self._graphs = {}
         self._warm = False  # kernels are compiled and loaded by a first eager block
         self.captures = 0
+        self.replays = 0
         self.rebind(bundles)
 
     def rebind(self, bundles) -> None:
@@ -77,10 +87,8 @@ class Program:
     def wait_for_host_work(self) -> None:
         """Make this program's stream wait for work queued on the default stream (e.g. a
         CuPy copy into the state) before its next launch."""
-        if self.cupy_stream is not None:
-            import cupy
-
-            self.cupy_stream.wait_event(cupy.cuda.Stream.null.record())
+        if self._default_stream_event is not None:
+            self.cupy_stream.wait_event(self._default_stream_event())
 
     def head(self, rebuild: bool) -> None:
         b = self.b
@@ -160,6 +168,7 @@ class Program:
             self._graphs[key] = graph
             self.captures += 1
         graph.launch(stream=self.cupy_stream)
+        self.replays += 1
 
     @property
     def graph_count(self) -> int:

@@ -239,3 +239,84 @@ def test_graph_replay_equals_eager_launches(case, gpu_backend):
             assert integ.engine(m, s).program.captures > 0
         out.append(snapshot(m, s))
     assert_same(out[0], out[1])
+
+
+class _RecordingKernels:
+    """Stands for :mod:`kernels.cuda` under CUDA graph capture: while a capture is open,
+    launches are recorded instead of run, and a graph launch replays them (the CPU
+    kernels do the work; ``block``, the CPU's one-call block, is hidden)."""
+
+    def __init__(self, real):
+        self.real, self.recording = real, None
+
+    def __getattr__(self, name):
+        if name == "block":
+            raise AttributeError(name)
+        fn = getattr(self.real, name)
+        if not callable(fn) or name in ("set_stream", "to_device"):
+            return fn
+
+        def launch(*args):
+            if self.recording is not None:
+                self.recording.append((fn, args))
+            else:
+                fn(*args)
+
+        return launch
+
+
+class _Graph:
+    def __init__(self, launches):
+        self.launches = launches
+
+    def launch(self, stream=None):
+        for fn, args in self.launches:
+            fn(*args)
+
+
+class _Stream:
+    """A CuPy stream's capture interface, recording through :class:`_RecordingKernels`."""
+
+    def __init__(self, kernels):
+        self.kernels = kernels
+
+    def begin_capture(self):
+        self.kernels.recording = []
+
+    def end_capture(self):
+        launches, self.kernels.recording = self.kernels.recording, None
+        return _Graph(launches)
+
+    def wait_event(self, event):
+        pass
+
+
+class _DeviceReport(np.ndarray):
+    def get(self, stream=None):
+        return np.array(self, dtype=np.float64)
+
+
+def test_graph_capture_and_replay_logic_without_a_gpu():
+    """The graph path of :class:`kernels.program.Program` (one eager warm-up block, then
+    head, power-of-two step pieces and tail captured once each and replayed, dropped on
+    a regrow) gives the trajectory of the eager path bit for bit."""
+    from kernels import cpu
+    from kernels.program import Program
+
+    model = breakable_torus("cpu")
+    ref = model.state()
+    gr.ExplicitIntegrator("verlet").advance(model, ref, 1e-3, 700)
+
+    s = model.state()
+    integ = gr.ExplicitIntegrator("verlet", max_block=200)
+    eng = integ.engine(model, s)
+    kern = _RecordingKernels(cpu)
+    eng.report = eng.report.view(_DeviceReport)
+    eng.program = Program(kern, eng._bundles(), eng.report, stream=_Stream(kern), graphs=True, launch_stream=0)
+    integ.advance(model, s, 1e-3, 700)
+    assert_same(snapshot(model, s), snapshot(model, ref))
+    p = eng.program
+    assert p.captures >= 3 and p.replays > p.captures  # graphs were captured once and replayed
+    keys = set(p._graphs)
+    assert ("tail",) in keys and any(k[0] == "head" for k in keys)
+    assert all(k[1] & (k[1] - 1) == 0 for k in keys if k[0] == "steps")  # powers of two
