@@ -112,17 +112,18 @@ class Snapshot:
     def __init__(self, state, names):
         self.names = tuple(names)
         self.arrays = {k: getattr(state, k).copy() for k in self.names}
-        self.time, self.step, self.forces_valid = state.time, state.step, state.forces_valid
+        self.time, self.step, self.forces_valid, self.clock = state.time, state.step, state.forces_valid, state.clock
 
     def take(self, state) -> None:
         for k in self.names:
             self.arrays[k][...] = getattr(state, k)
-        self.time, self.step, self.forces_valid = state.time, state.step, state.forces_valid
+        self.time, self.step, self.forces_valid, self.clock = state.time, state.step, state.forces_valid, state.clock
 
     def restore(self, state) -> None:
         for k in self.names:
             getattr(state, k)[...] = self.arrays[k]
-        state.time, state.step, state.forces_valid = self.time, self.step, self.forces_valid
+        state.time, state.step, state.forces_valid, state.clock = self.time, self.step, self.forces_valid, self.clock
+        state._engine = None  # the step loop's displacement budget belonged to the later state
 
 
 __all__ = ["ENERGY_TOLERANCE", "HealthCheck", "HealthError", "Snapshot"]

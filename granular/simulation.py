@@ -238,6 +238,12 @@ def restore_state(model, state, arrays) -> None:
             raise ValueError(f"checkpoint: array {k!r} has shape {arrays[k].shape} {arrays[k].dtype}, "
                              f"the scene's model needs {target.shape} {target.dtype}")  # fmt: skip
         target[...] = be.asarray(arrays[k])
+    # the step loop's knowledge of the old state (neighbour list, displacement budget)
+    # does not hold for the restored one
+    state._engine = None
+    contacts = model.force("contacts")
+    if contacts is not None and contacts.neighbors is not None:
+        contacts.neighbors.invalidate()
     clock, counters = arrays["clock"], arrays["counters"]
     state.time = float(clock[0])
     state.step = int(counters[0])
