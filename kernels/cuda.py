@@ -71,8 +71,18 @@ def set_stream(stream) -> None:
     _stream[0] = stream
 
 
-def _grid(n):
-    return max(1, (n + TPB - 1) // TPB), TPB, _stream[0]
+_configured = {}
+
+
+def _launch(kernel, n):
+    """``kernel`` configured for ``n`` threads on the current stream; configurations are
+    made once per (kernel, size, stream) and reused (arguments are numba device arrays
+    made once, see :func:`to_device`)."""
+    key = (kernel, n, _stream[0])
+    cfg = _configured.get(key)
+    if cfg is None:
+        cfg = _configured[key] = kernel[max(1, (n + TPB - 1) // TPB), TPB, _stream[0]]
+    return cfg
 
 
 # --------------------------------------------------------------------------- kernels
@@ -226,18 +236,18 @@ def _grid_build_kernel(x, radius, contacts, grid_, out):
 
 
 def advance(scheme, h, dyn, par, contacts, status):
-    _advance_kernel[_grid(dyn.x.shape[0])](scheme, h, dyn, par, contacts, status)
+    _launch(_advance_kernel, dyn.x.shape[0])(scheme, h, dyn, par, contacts, status)
 
 
 def _bond_pass(update, dyn, bonds):
     """The per-bond pass before the particles gather (nothing with an empty buffer)."""
     if bonds.terms.shape[0]:
-        _bond_eval_kernel[_grid(bonds.terms.shape[0])](update, dyn, bonds)
+        _launch(_bond_eval_kernel, bonds.terms.shape[0])(update, dyn, bonds)
 
 
 def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
     _bond_pass(True, dyn, bonds)
-    _forces_kernel[_grid(dyn.x.shape[0])](kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    _launch(_forces_kernel, dyn.x.shape[0])(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
 def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -249,38 +259,38 @@ def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
 
 
 def save(src, dst):
-    _save_kernel[_grid(max(src.x.shape[0], src.broken.shape[0]))](src, dst)
+    _launch(_save_kernel, max(src.x.shape[0], src.broken.shape[0]))(src, dst)
 
 
 def block_start(status, report):
-    _block_start_kernel[_grid(max(status.shape[0], report.shape[0]))](status, report)
+    _launch(_block_start_kernel, max(status.shape[0], report.shape[0]))(status, report)
 
 
 def report(dyn, par, contacts, status, out):
-    _report_kernel[_grid(dyn.x.shape[0])](dyn, par, contacts, status, out)
+    _launch(_report_kernel, dyn.x.shape[0])(dyn, par, contacts, status, out)
 
 
 def family_forces(family, dyn, par, bonds, contacts, walls, fields):
     if family == FAMILY_BONDS:
         _bond_pass(False, dyn, bonds)
-    _family_forces_kernel[_grid(dyn.x.shape[0])](family, dyn, par, bonds, contacts, walls, fields)
+    _launch(_family_forces_kernel, dyn.x.shape[0])(family, dyn, par, bonds, contacts, walls, fields)
 
 
 def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
-    _diagnostics_kernel[_grid(dyn.x.shape[0])](dyn, par, bonds, contacts, walls, fields, out)
+    _launch(_diagnostics_kernel, dyn.x.shape[0])(dyn, par, bonds, contacts, walls, fields, out)
 
 
 def bond_measures(dyn, bonds, out):
     if bonds.a.shape[0]:
-        _bond_measures_kernel[_grid(bonds.a.shape[0])](dyn, bonds, out)
+        _launch(_bond_measures_kernel, bonds.a.shape[0])(dyn, bonds, out)
 
 
 def rebuild(x, radius, contacts, grid_, report):
     """Build the neighbour list at ``x`` in place (three launches, no read-back); the
     largest row length and bucket occupancy go to ``report``."""
-    _grid_clear_kernel[_grid(grid_.bucket_count.shape[0])](grid_)
-    _grid_bin_kernel[_grid(x.shape[0])](x, grid_)
-    _grid_build_kernel[_grid(x.shape[0])](x, radius, contacts, grid_, report)
+    _launch(_grid_clear_kernel, grid_.bucket_count.shape[0])(grid_)
+    _launch(_grid_bin_kernel, x.shape[0])(x, grid_)
+    _launch(_grid_build_kernel, x.shape[0])(x, radius, contacts, grid_, report)
 
 
 def to_device(a):
