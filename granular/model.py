@@ -25,6 +25,8 @@ Example::
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import rotations
@@ -33,7 +35,8 @@ from kernels.layout import DIAGNOSTICS, Dynamics, Particles
 
 from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
 from .forces.bonds import empty_bond_args
-from .forces.contacts import no_contact_args, no_wall_args
+from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
+from .forces.materials import Material, check_material, sphere_mass
 from .forces.fields import field_args
 from .state import State
 
@@ -142,7 +145,11 @@ class ModelBuilder:
         self._kpp = None
         self._bonded_contacts = True
         self._contact_search = ("cells", None)
-        self._walls = []  # (normal (3,), offset, k or None)
+        self._walls = []  # (normal (3,), offset, k or None, material index or -1)
+        self._materials = {}  # name -> (index, Material)
+        self._mat = []  # per add_particles call: (K,) material index, -1 for none
+        self._contacts_set = False
+        self._velocity = "predicted"
 
     @property
     def particle_count(self) -> int:
@@ -157,16 +164,19 @@ class ModelBuilder:
         alpha=None,
         rotvec=None,
         omega=(0.0, 0.0, 0.0),
-        mass=1.0,
-        inertia=1.0,
+        mass=None,
+        inertia=None,
         radius=0.5,
+        material=None,
     ) -> np.ndarray:
         """Add ``K`` spherical particles; returns their indices, (K,) int64.
 
         ``x`` (K, 3); ``v``, ``omega`` (spatial Ω) (K, 3) or (3,); orientation as one of
         ``orientation`` (unit quaternions, (K, 4) or (4,)), ``alpha`` (RRP) or ``rotvec``
         (rotation vectors), identity if none; ``mass``, ``inertia`` (scalar ``J``),
-        ``radius``: scalar or (K,), each > 0.
+        ``radius``: scalar or (K,), each > 0. ``material``: the name of a material
+        (:meth:`add_material`); then ``mass`` and ``inertia`` default to those of solid
+        spheres of its density (``ρ 4/3 π r³``, ``2/5 m r²``), else to 1.
         """
         xa = np.array(x, dtype=np.float64)
         if xa.ndim != 2 or xa.shape[1] != 3:
@@ -177,9 +187,19 @@ class ModelBuilder:
         self._v.append(_vectors("v", v, k))
         self._omega.append(_vectors("omega", omega, k))
         self._q.append(_orientations(k, orientation, alpha, rotvec))
-        self._mass.append(_scalars("mass", mass, k))
-        self._inertia.append(_scalars("inertia", inertia, k))
-        self._radius.append(_scalars("radius", radius, k))
+        radius = _scalars("radius", radius, k)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"material: no material named {material!r}; defined: {sorted(self._materials)}")
+            mat, m = self._materials[material]
+            m_s, j_s = sphere_mass(m, radius)
+            mass = m_s if mass is None else mass
+            inertia = j_s if inertia is None else inertia
+        self._mass.append(_scalars("mass", 1.0 if mass is None else mass, k))
+        self._inertia.append(_scalars("inertia", 1.0 if inertia is None else inertia, k))
+        self._radius.append(radius)
+        self._mat.append(np.full(k, mat, dtype=np.int32))
         first = self._n
         self._n += k
         return np.arange(first, self._n, dtype=np.int64)
@@ -257,12 +277,34 @@ class ModelBuilder:
         self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)
 
-    def set_contacts(self, kpp, bonded_contacts=True, search="cells", skin=None) -> None:
+    def add_material(self, name, young, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
+                     rolling_friction=0.0, twisting_friction=0.0) -> int:  # fmt: skip
+        """A material for the dissipative contact law (:mod:`granular.forces.materials`,
+        ``docs/contacts.md``); particles and walls name it. Once any particle has a
+        material, every contact follows that law (and every particle and wall needs a
+        material). Returns the material's index."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"material name: must be a non-empty string, got {name!r}")
+        if name in self._materials:
+            raise ValueError(f"material {name!r}: defined twice")
+        m = Material(young, poisson, density, restitution, friction, rolling_friction, twisting_friction)
+        check_material(name, m)
+        self._materials[name] = (len(self._materials), m)
+        return len(self._materials) - 1
+
+    def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted") -> None:
         """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
         ``kpp`` >= 0 [energy]. ``bonded_contacts=False`` leaves bonded pairs out;
         ``search``: ``"cells"`` (neighbour list with ``skin`` [length], default 0.4 × the
-        largest radius) or ``"all-pairs"`` (see :class:`~granular.forces.ParticleContacts`)."""
-        self._kpp = float(_nonnegative("kpp", kpp, 1, what="value")[0])
+        largest radius) or ``"all-pairs"`` (see :class:`~granular.forces.ParticleContacts`).
+        With materials (:meth:`add_material`) the dissipative law replaces U^pp and
+        ``kpp`` is not used; ``velocity``: the velocity its damping and friction see,
+        ``"predicted"`` or ``"half"`` (``docs/contacts.md``)."""
+        if velocity not in VELOCITIES:
+            raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
+        self._velocity = velocity
+        self._contacts_set = True
+        self._kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
         self._bonded_contacts = bool(bonded_contacts)
         if search not in ("cells", "all-pairs"):
             raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
@@ -270,10 +312,17 @@ class ModelBuilder:
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self._contact_search = (search, skin)
 
-    def add_wall(self, normal, offset=0.0, k=None) -> int:
+    def add_wall(self, normal, offset=0.0, k=None, material=None) -> int:
         """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
-        side); stiffness ``k`` >= 0, default the contact stiffness. Returns the wall id."""
+        side); stiffness ``k`` >= 0, default the contact stiffness; ``material``: its
+        material under the dissipative law. Returns the wall id."""
         wid = len(self._walls)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"wall {wid}: material: no material named {material!r}; defined: "
+                                 f"{sorted(self._materials)}")  # fmt: skip
+            mat = self._materials[material][0]
         try:
             nrm = np.asarray(normal, dtype=np.float64)
         except (TypeError, ValueError):
@@ -287,7 +336,7 @@ class ModelBuilder:
         if not np.isfinite(off):
             raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
         kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
-        self._walls.append((nrm / length, off, kk))
+        self._walls.append((nrm / length, off, kk, mat))
         return wid
 
     def finalize(self, backend="auto", dtype=np.float64) -> "Model":
@@ -331,19 +380,25 @@ class ModelBuilder:
                 )
             bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
             forces.append(bonds)
-        if self._kpp is not None:
+        law = self._law(be, dtype)
+        if self._kpp is not None or law is not None:
             search, skin = self._contact_search
             radius_dev = be.asarray(cat(self._radius), dtype=dtype)
-            forces.append(ParticleContacts(be, self._n, self._kpp, bonds, self._bonded_contacts, search, skin, radius_dev))
+            forces.append(ParticleContacts(be, self._n, self._kpp or 0.0, bonds, self._bonded_contacts, search, skin,
+                                           radius_dev, law=law))  # fmt: skip
+        elif self._contacts_set:
+            raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
         if self._walls:
             ks = []
-            for wid, (_, _, k) in enumerate(self._walls):
-                if k is None and self._kpp is None:
+            for wid, (_, _, k, _) in enumerate(self._walls):
+                if k is None and self._kpp is None and law is None:
                     raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
-                ks.append(self._kpp if k is None else k)
-            planes = [np.concatenate([n, [c]]) for n, c, _ in self._walls]
-            forces.append(Walls(be, self._n, planes, ks, dtype=dtype))
+                ks.append((self._kpp or 0.0) if k is None else k)
+            planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
+            mats = [max(m, 0) for _, _, _, m in self._walls]
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats))
         return Model(
+            law=law,
             backend=be,
             dtype=np.dtype(dtype),
             mass=mass,
@@ -353,6 +408,31 @@ class ModelBuilder:
             initial=(x0, cat(self._v), q0, cat(self._omega)),
             bonds=bonds,
         )
+
+
+    def _law(self, be, dtype):
+        """The dissipative law when any particle has a material (then all must, and every
+        wall), else ``None``."""
+        mat = np.concatenate(self._mat)
+        if not (mat >= 0).any():
+            for wid, w in enumerate(self._walls):
+                if w[3] >= 0:
+                    raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
+                                     "materials (the dissipative law), or leave the wall's out")  # fmt: skip
+            return None
+        if (mat < 0).any():
+            i = int(np.argmax(mat < 0))
+            raise ValueError(f"particle {i} has no material; with materials every particle needs one (the contact "
+                             "law acts between every pair)")  # fmt: skip
+        for wid, w in enumerate(self._walls):
+            if w[3] < 0:
+                raise ValueError(f"wall {wid}: material: with materials every wall needs one")
+        if self._kpp is not None:
+            raise ValueError("kpp: with materials the dissipative law replaces U^pp; leave kpp out")
+        names = sorted(self._materials, key=lambda k: self._materials[k][0])
+        mats = [self._materials[k][1] for k in names]
+        wall_mat = [w[3] for w in self._walls]
+        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype)
 
 
 class Model:
@@ -371,8 +451,9 @@ class Model:
     =============  ========  ===================================================
     """
 
-    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None):
+    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None, law=None):
         xp = backend.xp
+        self.law = law  # the dissipative contact law (granular.forces.contacts.ContactLaw) or None
         self.bonds = bonds
         self.n_bonds = 0 if bonds is None else bonds.count
         self.backend = backend
@@ -390,7 +471,29 @@ class Model:
     def state(self) -> State:
         """A new state at the model's initial conditions (forces not yet evaluated)."""
         x, v, q, omega = self._initial
-        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds)
+        walls = self.force("walls")
+        n_walls = None if self.law is None else (0 if walls is None else walls.count)
+        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds, n_walls)
+
+    def bind_springs(self, state) -> None:
+        """Make the neighbour list's contact springs those of ``state``. The springs live
+        with the model's neighbour list (parallel to its rows); a model stepping several
+        states in turn keeps the springs of the one it leaves with that state (a host
+        copy, keyed by pair) and gives them back when it returns to it. A new state
+        starts without springs."""
+        if self.law is None:
+            return
+        nl = self.force("contacts").neighbors
+        owner = nl.owner() if nl.owner is not None else None
+        if owner is state:
+            return
+        if owner is not None:
+            owner._springs = nl.springs()
+        pairs, springs = getattr(state, "_springs", None) or (np.zeros((0, 2), np.int64), np.zeros((0, 8)))
+        nl.hist[...] = 0
+        nl.set_springs(state.x, pairs, springs)
+        state._springs = None
+        nl.owner = weakref.ref(state)
 
     def force(self, kind: str):
         """The interaction family of ``kind`` (e.g. ``"pendulum"``), or ``None``."""
@@ -420,21 +523,59 @@ class Model:
         pair = contacts.kernel_args() if contacts is not None else no_contact_args(be, dt)
         return dict(self._static_args, contacts=pair[0], grid=pair[1])
 
-    def dynamics(self, cfg) -> Dynamics:
+    def dynamics(self, cfg, step=False) -> Dynamics:
         """The ``Dynamics`` bundle of a state or configuration ``cfg`` (an object with
         ``x``, ``q``, ``F``, ``RM``, ``broken`` and optionally ``v``, ``omega``,
-        ``released``; missing velocities count as zero)."""
+        ``released``, ``wall_springs``, ``dissipated``; missing velocities count as
+        zero, missing springs as none). With the dissipative law, ``step``: the bundle of
+        the step loop (the law's own ``vp``, ``wp``, written by the advance pass); else
+        the force pass sees ``v`` and ``Ω`` themselves."""
         dev = self.backend.kernels.to_device
+        xp = self.backend.xp
         if self._zeros is None:
-            xp = self.backend.xp
             self._zeros = (xp.zeros((self.n, 3), dtype=self.dtype), xp.zeros(self.n_bonds, dtype=self.dtype))
         v = getattr(cfg, "v", None)
         omega = getattr(cfg, "omega", None)
         released = getattr(cfg, "released", None)
+        v = self._zeros[0] if v is None else v
+        omega = self._zeros[0] if omega is None else omega
+        law = self.law_arrays(cfg)
+        if self.law is not None and step:
+            vp, wp = self.law.vp, self.law.wp
+        elif self.law is not None:
+            vp, wp = v, omega
+        else:
+            vp = wp = law["none3"]
         return Dynamics(
-            dev(cfg.x), dev(self._zeros[0] if v is None else v), dev(cfg.q), dev(self._zeros[0] if omega is None else omega),
-            dev(cfg.F), dev(cfg.RM), dev(cfg.broken), dev(self._zeros[1] if released is None else released),
+            dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
+            dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
+            dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
         )  # fmt: skip
+
+    def law_arrays(self, cfg=None) -> dict:
+        """The arrays of the dissipative law a ``Dynamics`` bundle carries (one-row or
+        empty placeholders without the law): the neighbour list's ``nbr``, ``count``,
+        ``x_ref``, ``hist``, and ``cfg``'s ``wall_springs`` and ``dissipated``."""
+        xp = self.backend.xp
+        if getattr(self, "_law_none", None) is None:
+            dt = self.dtype
+            self._law_none = {"none3": xp.zeros((0, 3), dt), "hist": xp.zeros((0, 1, 8), dt),
+                              "whist": xp.zeros((0, 0, 8), dt), "dissip": xp.zeros((0, 4), dt),
+                              "nbr": xp.zeros((0, 1), np.int32), "count": xp.zeros(0, np.int32),
+                              "x_ref": xp.zeros((0, 3), dt)}  # fmt: skip
+        out = dict(self._law_none)
+        if self.law is None:
+            return out
+        nl = self.force("contacts").neighbors
+        out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist)
+        ws, ds = getattr(cfg, "wall_springs", None), getattr(cfg, "dissipated", None)
+        walls = self.force("walls")
+        if ws is None or ws.shape[0] != self.n:
+            ws = xp.zeros((self.n, 0 if walls is None else walls.count, 8), self.dtype)
+        if ds is None or ds.shape[0] != self.n:
+            ds = xp.zeros((self.n, 4), self.dtype)
+        out.update(whist=ws, dissip=ds)
+        return out
 
     def accumulate_family(self, family: int, cfg) -> None:
         """Add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""

@@ -14,6 +14,11 @@ default), in consistent units of length, time and mass:
                             [mass·length²/time²]
 ``broken``     (B,) int8    1 for each bond that has broken (B bonds; 0 = intact)
 ``released``   (B,)         energy each broken bond had when it broke [energy]
+``wall_springs`` (N, W, 8)  springs of each particle's wall contacts (dissipative
+                            contact law only, else (0, 0, 8)); see ``docs/contacts.md``
+``dissipated`` (N, 4)       energy each particle's contacts dissipated so far: normal
+                            damping, friction slip, rolling, twisting (each end of a
+                            pair books half) [energy] (dissipative law only, else (0, 4))
 ``status``     (N,) int32   failure bits of each particle in the last block of steps
                             (0 = fine; see :mod:`kernels.layout`)
 =============  ===========  ==========================================================
@@ -52,6 +57,8 @@ class State:
     status: object
     broken: object
     released: object = None
+    wall_springs: object = None
+    dissipated: object = None
     time: float = 0.0
     step: int = 0
     forces_valid: bool = False  # F and RM belong to the current x and q
@@ -59,10 +66,15 @@ class State:
     #: and notes the ``(time, step)`` it wrote; a clock changed by hand starts a new origin.
     clock: tuple = None
     _engine: object = field(default=None, repr=False, compare=False)
+    #: contact springs kept aside while the model's neighbour list serves another state
+    _springs: object = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0) -> "State":
-        """A state with copies of the given initial arrays, zero forces, intact bonds."""
+    def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int | None = None) -> "State":
+        """A state with copies of the given initial arrays, zero forces, intact bonds;
+        ``walls``: the number of walls when the dissipative contact law is on (``None``:
+        off), for the wall springs and the dissipated energies."""
+        law = walls is not None
         return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
@@ -73,6 +85,8 @@ class State:
             status=xp.zeros(n, dtype=xp.int32),
             broken=xp.zeros(n_bonds, dtype=xp.int8),
             released=xp.zeros(n_bonds, dtype=dtype),
+            wall_springs=xp.zeros((n, walls, 8) if law else (0, 0, 8), dtype=dtype),
+            dissipated=xp.zeros((n, 4) if law else (0, 4), dtype=dtype),
         )
 
     @property
@@ -94,6 +108,8 @@ class State:
         """An independent copy (same backend), including the clock."""
         xp = rotations.array_module(self.x)
         new = State.allocate(xp, self.n, self.x.dtype, self.x, self.v, self.q, self.omega, len(self.broken))
+        new.wall_springs = self.wall_springs.copy()
+        new.dissipated = self.dissipated.copy()
         new.F[...] = self.F
         new.RM[...] = self.RM
         new.broken[...] = self.broken

@@ -69,6 +69,7 @@ _family_forces_body = _I.family_forces_body
 _diagnostics_body = _I.diagnostics_body
 _bond_measures_body = _I.bond_measures_body
 _build_body = _G.build_body
+_keep_body = _G.keep_body
 _report_values = _P.report_values
 _bucket_of = _G.bucket_of
 
@@ -130,6 +131,20 @@ def _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out):
 def _bond_measures_range(lo, hi, dyn, bonds, out):
     for k in range(lo, hi):
         _bond_measures_body(k, dyn, bonds, out)
+
+
+@_kernel
+def _keep_range(lo, hi, contacts):
+    for i in range(lo, hi):
+        _keep_body(i, contacts)
+
+
+@_kernel
+def _velocities_range(lo, hi, dyn):
+    for i in range(lo, hi):
+        for c in range(3):
+            dyn.vp[i, c] = dyn.v[i, c]
+            dyn.wp[i, c] = dyn.omega[i, c]
 
 
 @_kernel
@@ -218,6 +233,13 @@ def _bond_measures_parallel(nchunks, dyn, bonds, out):
 
 
 @_parallel
+def _keep_parallel(nchunks, contacts):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, contacts.count.shape[0])
+        _keep_range(lo, hi, contacts)
+
+
+@_parallel
 def _build_parallel(nchunks, x, radius, contacts, grid):
     for c in prange(nchunks):
         lo, hi = _chunk(c, nchunks, x.shape[0])
@@ -283,6 +305,11 @@ def _max_count(count):
 
 @_kernel
 def _rebuild(nchunks, x, radius, contacts, grid, report):
+    if contacts.law:  # the springs are carried from the rows as they were before the build
+        if nchunks:
+            _keep_parallel(nchunks, contacts)
+        else:
+            _keep_range(0, contacts.count.shape[0], contacts)
     most = _grid_bin(x, grid)
     report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
     if most <= grid.members.shape[1]:
@@ -423,6 +450,12 @@ def block(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, gr
     else:
         _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
                       status, report)  # fmt: skip
+
+
+def evaluation_velocities(dyn):
+    """``vp = v``, ``wp = Ω``: the velocities the dissipative forces see at a force
+    evaluation outside a step (the first one, and analysis)."""
+    _velocities_range(0, dyn.vp.shape[0], dyn)
 
 
 def to_device(a):

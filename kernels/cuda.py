@@ -54,6 +54,7 @@ _bond_measures_body = _I.bond_measures_body
 _bond_eval_body = _I.bond_eval_body
 _bucket_of = _G.bucket_of
 _build_body = _G.build_body
+_keep_body = _G.keep_body
 
 name = "cuda"
 simulated = SIMULATED
@@ -187,6 +188,22 @@ def _bond_measures_kernel(dyn, bonds, out):
 
 
 @cuda.jit
+def _keep_kernel(contacts):
+    i = cuda.grid(1)
+    if i < contacts.count.shape[0]:
+        _keep_body(i, contacts)
+
+
+@cuda.jit
+def _velocities_kernel(dyn):
+    i = cuda.grid(1)
+    if i < dyn.vp.shape[0]:
+        for c in range(3):
+            dyn.vp[i, c] = dyn.v[i, c]
+            dyn.wp[i, c] = dyn.omega[i, c]
+
+
+@cuda.jit
 def _grid_clear_kernel(grid_):
     b = cuda.grid(1)
     if b < grid_.bucket_count.shape[0]:
@@ -287,10 +304,18 @@ def bond_measures(dyn, bonds, out):
 
 def rebuild(x, radius, contacts, grid_, report):
     """Build the neighbour list at ``x`` in place (three launches, no read-back); the
-    largest row length and bucket occupancy go to ``report``."""
+    largest row length and bucket occupancy go to ``report``; with the dissipative law the
+    rows and springs are first copied aside, and the build carries the springs."""
+    if contacts.law:
+        _launch(_keep_kernel, contacts.count.shape[0])(contacts)
     _launch(_grid_clear_kernel, grid_.bucket_count.shape[0])(grid_)
     _launch(_grid_bin_kernel, x.shape[0])(x, grid_)
     _launch(_grid_build_kernel, x.shape[0])(x, radius, contacts, grid_, report)
+
+
+def evaluation_velocities(dyn):
+    """``vp = v``, ``wp = Ω`` (see :func:`kernels.cpu.evaluation_velocities`)."""
+    _launch(_velocities_kernel, dyn.vp.shape[0])(dyn)
 
 
 def to_device(a):

@@ -15,6 +15,12 @@ filled, and the contact sums over it equal those of the brute-force search bit f
 Overflow of a bucket or of a row is reported (``REPORT_BUCKET``, ``REPORT_NEIGHBORS``)
 and the host regrows the arrays and builds again; nothing is ever dropped silently.
 
+With the dissipative contact law each row carries the springs of its contacts
+(``Contacts.hist``); a build first copies the rows and springs aside (:func:`keep_body`)
+and each new row takes the springs of the partners it shares with its old row
+(:func:`carry_springs`, a merge of two sorted rows), on the device, in the same launch
+as the row itself.
+
 Cell coordinates are clamped to ±1e12 cells (a blown-up or non-finite position lands in
 an edge cell, where the distance test still decides), so the integer arithmetic cannot
 overflow.
@@ -37,6 +43,39 @@ def build(jit):
         T = x.dtype.type
         inv = grid.inv_cell
         return cell_hash(cell_of(T, x[i, 0], inv), cell_of(T, x[i, 1], inv), cell_of(T, x[i, 2], inv), grid.mask)
+
+    @jit
+    def keep_body(i, contacts):
+        """Before a build: copy row ``i`` of the list and its springs to the ``_old``
+        arrays (the listed slots only)."""
+        k = min(contacts.count[i], contacts.nbr.shape[1])
+        contacts.count_old[i] = contacts.count[i]
+        for p in range(k):
+            contacts.nbr_old[i, p] = contacts.nbr[i, p]
+            for c in range(contacts.hist.shape[2]):
+                contacts.hist_old[i, p, c] = contacts.hist[i, p, c]
+
+    @jit
+    def carry_springs(i, contacts):
+        """After a build: the springs of row ``i``'s pairs that were listed before the
+        build (a merge of the two sorted rows), zero for new pairs; so a contact that
+        persists through a rebuild keeps its springs bit for bit."""
+        T = contacts.hist.dtype.type
+        nbr, old = contacts.nbr, contacts.nbr_old
+        k_new = min(contacts.count[i], nbr.shape[1])
+        k_old = min(contacts.count_old[i], old.shape[1])
+        width = contacts.hist.shape[2]
+        q = 0
+        for p in range(k_new):
+            j = nbr[i, p]
+            while q < k_old and old[i, q] < j:
+                q += 1
+            if q < k_old and old[i, q] == j:
+                for c in range(width):
+                    contacts.hist[i, p, c] = contacts.hist_old[i, q, c]
+            else:
+                for c in range(width):
+                    contacts.hist[i, p, c] = T(0.0)
 
     @jit
     def build_body(i, x, radius, contacts, grid):
@@ -85,6 +124,9 @@ def build(jit):
         contacts.count[i] = n
         for c in range(3):
             contacts.x_ref[i, c] = x[i, c]
+        if contacts.law:
+            carry_springs(i, contacts)
         return n
 
-    return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body)
+    return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,
+                           keep_body=keep_body)  # fmt: skip

@@ -51,12 +51,18 @@ def build(jit, base):
     shear_bond = jit(laws.shear_bond)
     hertz_contact = jit(laws.hertz_contact)
     cadd = jit(laws.compensated_add)
+    granular_contact = jit(laws.granular_contact)
+    granular_energy = jit(laws.granular_energy)
+    HISTORY = laws.HISTORY
+    PAIR_ESTAR, PAIR_GSTAR, PAIR_ALPHA = laws.PAIR_ESTAR, laws.PAIR_GSTAR, laws.PAIR_ALPHA
+    PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST = laws.PAIR_MU, laws.PAIR_MU_ROLL, laws.PAIR_MU_TWIST
 
     CONTACTS_LIST = laws.CONTACTS_LIST
     CONTACTS_ALL_PAIRS = laws.CONTACTS_ALL_PAIRS
     KT, KR, UG, UP = DIAG["kinetic_translational"], DIAG["kinetic_rotational"], DIAG["U_gravity"], DIAG["U_pendulum"]
     UA, US, UM, UPP, UPW = DIAG["U_a"], DIAG["U_s"], DIAG["U_m"], DIAG["U_pp"], DIAG["U_pw"]
     PX, LX, NB, UR = DIAG["P_x"], DIAG["L_x"], DIAG["broken_bonds"], DIAG["U_released"]
+    DN, NCONT = DIAG["dissipated_normal"], DIAG["contacts"]
 
     @jit
     def bending_rotation(T, k, q, bonds):
@@ -255,6 +261,207 @@ def build(jit, base):
                     acc = add_partner(T, i, j, x, radius, bonds, kpp, acc)
         return acc[0] + acc[1], acc[2] + acc[3], acc[4] + acc[5], acc[6] + acc[7]
 
+    # ------------------------------------------------------- dissipative contact law
+
+    @jit
+    def body_values(k, dyn, par, contacts):
+        """What the dissipative law reads of particle ``k``: position, radius, mass, the
+        velocities ``vp``, ``wp`` the force pass sees."""
+        x, vp, wp = dyn.x, dyn.vp, dyn.wp
+        return (x[k, 0], x[k, 1], x[k, 2], par.radius[k], par.mass[k],
+                vp[k, 0], vp[k, 1], vp[k, 2], wp[k, 0], wp[k, 1], wp[k, 2])  # fmt: skip
+
+    @jit
+    def granular_pair(T, lo, hi, mlo, mhi, s, contacts, h):
+        """The dissipative law of the pair with body values ``lo`` < ``hi`` (tuples of
+        :func:`body_values`), materials ``mlo``, ``mhi`` and springs ``s`` (a HISTORY-tuple),
+        in the canonical orientation ``n = (x_lo - x_hi)/|x_lo - x_hi|``: both ends of the
+        pair call it with the same values, so they get the same bits. ``None``-free: an
+        untouched pair returns ``touching = False`` and zeros."""
+        d1 = lo[0] - hi[0]
+        d2 = lo[1] - hi[1]
+        d3 = lo[2] - hi[2]
+        reach = lo[3] + hi[3]
+        dist2 = d1 * d1 + d2 * d2 + d3 * d3
+        z = T(0.0)
+        if dist2 >= reach * reach:
+            return False, (z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z)
+        dist = dist2 ** T(0.5)
+        delta = reach - dist
+        half = T(0.5) * delta
+        par = contacts.pair
+        row = mlo * contacts.nmat + mhi
+        geometry = (d1 / dist, d2 / dist, d3 / dist, delta, lo[3] - half, hi[3] - half, lo[3] * hi[3] / reach,
+                    lo[4] * hi[4] / (lo[4] + hi[4]))  # fmt: skip
+        velocities = (lo[5] - hi[5], lo[6] - hi[6], lo[7] - hi[7], lo[8], lo[9], lo[10], hi[8], hi[9], hi[10])
+        params = (par[row, PAIR_ESTAR], par[row, PAIR_GSTAR], par[row, PAIR_ALPHA], par[row, PAIR_MU],
+                  par[row, PAIR_MU_ROLL], par[row, PAIR_MU_TWIST])  # fmt: skip
+        return True, granular_contact(T, geometry, velocities, params, s, h)
+
+    @jit
+    def granular_sum(i, update, h, dyn, par, bonds, contacts):
+        """Dissipative contact force and spatial moment on ``i`` from its listed partners
+        (compensated sums in row order), half of each pair's elastic energy and of the
+        energy each part dissipated in this step, and the number of touching partners.
+        With ``update`` (a step) the springs in ``i``'s row are replaced by the updated
+        ones, and those of pairs that no longer touch are released (zeroed)."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        hist = contacts.hist
+        a = (z, z, z, z, z, z, z, z, z, z, z, z)
+        u = dn = df = dr = dt = z
+        touching = 0
+        me = body_values(i, dyn, par, contacts)
+        mat_i = contacts.mat[i]
+        for p in range(min(contacts.count[i], contacts.nbr.shape[1])):
+            j = contacts.nbr[i, p]
+            if bonds.skip_contacts and bonded(i, j, bonds):
+                continue
+            other = body_values(j, dyn, par, contacts)
+            s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
+                 hist[i, p, 6], hist[i, p, 7])  # fmt: skip
+            if i < j:
+                on, r = granular_pair(T, me, other, mat_i, contacts.mat[j], s, contacts, h)
+            else:
+                on, r = granular_pair(T, other, me, contacts.mat[j], mat_i, s, contacts, h)
+            if not on:
+                if update and s[7] != z:
+                    for c in range(HISTORY):
+                        hist[i, p, c] = z
+                continue
+            touching += 1
+            if i < j:
+                g = (r[0], r[1], r[2], r[3], r[4], r[5])
+            else:
+                g = (-r[0], -r[1], -r[2], r[6], r[7], r[8])
+            f1, c1 = cadd(a[0], a[1], g[0])
+            f2, c2 = cadd(a[2], a[3], g[1])
+            f3, c3 = cadd(a[4], a[5], g[2])
+            m1, e1 = cadd(a[6], a[7], g[3])
+            m2, e2 = cadd(a[8], a[9], g[4])
+            m3, e3 = cadd(a[10], a[11], g[5])
+            a = (f1, c1, f2, c2, f3, c3, m1, e1, m2, e2, m3, e3)
+            u += T(0.5) * r[17]
+            dn += T(0.5) * r[18]
+            df += T(0.5) * r[19]
+            dr += T(0.5) * r[20]
+            dt += T(0.5) * r[21]
+            if update:
+                hist[i, p, 0] = r[9]
+                hist[i, p, 1] = r[10]
+                hist[i, p, 2] = r[11]
+                hist[i, p, 3] = r[12]
+                hist[i, p, 4] = r[13]
+                hist[i, p, 5] = r[14]
+                hist[i, p, 6] = r[15]
+                hist[i, p, 7] = r[16]
+        return (a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11],
+                u, dn, df, dr, dt, touching)  # fmt: skip
+
+    @jit
+    def granular_wall_sum(i, update, h, dyn, par, walls, contacts):
+        """The dissipative law between ``i`` and each planar wall (``b`` is the wall: at
+        rest, ``l_b = 0``, ``R* = r_i``, ``m* = m_i``); springs in ``dyn.whist[i, w]``.
+        Returns what :func:`granular_sum` returns."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        whist = dyn.whist
+        planes = walls.planes
+        me = body_values(i, dyn, par, contacts)
+        par_ = contacts.pair
+        f1 = f2 = f3 = m1 = m2 = m3 = z
+        c1 = c2 = c3 = e1 = e2 = e3 = z
+        u = dn = df = dr = dt = z
+        touching = 0
+        for w in range(planes.shape[0]):
+            n1 = planes[w, 0]
+            n2 = planes[w, 1]
+            n3 = planes[w, 2]
+            dist = n1 * me[0] + n2 * me[1] + n3 * me[2] - planes[w, 3]
+            delta = me[3] - dist
+            if not (delta > z):
+                if update and whist[i, w, 7] != z:
+                    for c in range(HISTORY):
+                        whist[i, w, c] = z
+                continue
+            touching += 1
+            row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+            params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_ALPHA], par_[row, PAIR_MU],
+                      par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
+            springs = (whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
+                       whist[i, w, 6], whist[i, w, 7])  # fmt: skip
+            r = granular_contact(T, (n1, n2, n3, delta, dist, z, me[3], me[4]),
+                                 (me[5], me[6], me[7], me[8], me[9], me[10], z, z, z), params, springs, h)
+            f1, c1 = cadd(f1, c1, r[0])
+            f2, c2 = cadd(f2, c2, r[1])
+            f3, c3 = cadd(f3, c3, r[2])
+            m1, e1 = cadd(m1, e1, r[3])
+            m2, e2 = cadd(m2, e2, r[4])
+            m3, e3 = cadd(m3, e3, r[5])
+            u += r[17]
+            dn += r[18]
+            df += r[19]
+            dr += r[20]
+            dt += r[21]
+            if update:
+                whist[i, w, 0] = r[9]
+                whist[i, w, 1] = r[10]
+                whist[i, w, 2] = r[11]
+                whist[i, w, 3] = r[12]
+                whist[i, w, 4] = r[13]
+                whist[i, w, 5] = r[14]
+                whist[i, w, 6] = r[15]
+                whist[i, w, 7] = r[16]
+        return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u, dn, df, dr, dt, touching
+
+    @jit
+    def granular_energies(i, dyn, par, bonds, contacts, walls):
+        """Elastic energy of ``i``'s dissipative contacts with its stored springs (half
+        of each pair's, all of each wall's) and the number of touching partners and
+        walls: ``(U_pp, U_pw, count)``. No update."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        upp = upw = z
+        touching = 0
+        hist, whist = contacts.hist, dyn.whist
+        if contacts.mode != 0:
+            for p in range(min(contacts.count[i], contacts.nbr.shape[1])):
+                j = contacts.nbr[i, p]
+                if bonds.skip_contacts and bonded(i, j, bonds):
+                    continue
+                d1 = x[i, 0] - x[j, 0]
+                d2 = x[i, 1] - x[j, 1]
+                d3 = x[i, 2] - x[j, 2]
+                reach = par.radius[i] + par.radius[j]
+                dist2 = d1 * d1 + d2 * d2 + d3 * d3
+                if dist2 >= reach * reach:
+                    continue
+                touching += 1
+                if i < j:
+                    row = contacts.mat[i] * contacts.nmat + contacts.mat[j]
+                else:
+                    row = contacts.mat[j] * contacts.nmat + contacts.mat[i]
+                upp += T(0.5) * granular_energy(
+                    T, reach - dist2 ** T(0.5), par.radius[i] * par.radius[j] / reach, contacts.pair[row, PAIR_ESTAR],
+                    contacts.pair[row, PAIR_GSTAR], hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3],
+                    hist[i, p, 4], hist[i, p, 5], hist[i, p, 6],
+                )  # fmt: skip
+        planes = walls.planes
+        for w in range(planes.shape[0]):
+            dist = planes[w, 0] * x[i, 0] + planes[w, 1] * x[i, 1] + planes[w, 2] * x[i, 2] - planes[w, 3]
+            delta = par.radius[i] - dist
+            if not (delta > z):
+                continue
+            touching += 1
+            row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+            upw += granular_energy(T, delta, par.radius[i], contacts.pair[row, PAIR_ESTAR], contacts.pair[row, PAIR_GSTAR],
+                                   whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4],
+                                   whist[i, w, 5], whist[i, w, 6])  # fmt: skip
+        return upp, upw, touching
+
     @jit
     def wall_sum(i, x, par, walls):
         """Planar walls ``n·x = c``: U^pw = (2/5) K [1 - (n·x_i - c)/r_i]_+^{5/2} per wall,
@@ -314,16 +521,37 @@ def build(jit, base):
             m1 = m1 + b4
             m2 = m2 + b5
             m3 = m3 + b6
-        if contacts.mode != 0:
-            c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
-            f1 = f1 + c1
-            f2 = f2 + c2
-            f3 = f3 + c3
-        if walls.planes.shape[0] > 0:
-            w1, w2, w3, uw = wall_sum(i, x, par, walls)
-            f1 = f1 + w1
-            f2 = f2 + w2
-            f3 = f3 + w3
+        if contacts.law:
+            # the dissipative law: contacts and walls with their springs (docs/contacts.md)
+            d = granular_sum(i, True, h, dyn, par, bonds, contacts)
+            f1 = f1 + d[0]
+            f2 = f2 + d[1]
+            f3 = f3 + d[2]
+            m1 = m1 + d[3]
+            m2 = m2 + d[4]
+            m3 = m3 + d[5]
+            w = granular_wall_sum(i, True, h, dyn, par, walls, contacts)
+            f1 = f1 + w[0]
+            f2 = f2 + w[1]
+            f3 = f3 + w[2]
+            m1 = m1 + w[3]
+            m2 = m2 + w[4]
+            m3 = m3 + w[5]
+            dyn.dissip[i, 0] += d[7] + w[7]
+            dyn.dissip[i, 1] += d[8] + w[8]
+            dyn.dissip[i, 2] += d[9] + w[9]
+            dyn.dissip[i, 3] += d[10] + w[10]
+        else:
+            if contacts.mode != 0:
+                c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
+                f1 = f1 + c1
+                f2 = f2 + c2
+                f3 = f3 + c3
+            if walls.planes.shape[0] > 0:
+                w1, w2, w3, uw = wall_sum(i, x, par, walls)
+                f1 = f1 + w1
+                f2 = f2 + w2
+                f3 = f3 + w3
         kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
 
     @jit
@@ -349,6 +577,24 @@ def build(jit, base):
             RM[i, 0] += b4
             RM[i, 1] += b5
             RM[i, 2] += b6
+        elif family == FAMILY_CONTACTS and contacts.law:
+            T = x.dtype.type
+            d = granular_sum(i, False, T(0.0), dyn, par, bonds, contacts)
+            F[i, 0] += d[0]
+            F[i, 1] += d[1]
+            F[i, 2] += d[2]
+            RM[i, 0] += d[3]
+            RM[i, 1] += d[4]
+            RM[i, 2] += d[5]
+        elif family == FAMILY_WALLS and contacts.law:
+            T = x.dtype.type
+            d = granular_wall_sum(i, False, T(0.0), dyn, par, walls, contacts)
+            F[i, 0] += d[0]
+            F[i, 1] += d[1]
+            F[i, 2] += d[2]
+            RM[i, 0] += d[3]
+            RM[i, 1] += d[4]
+            RM[i, 2] += d[5]
         elif family == FAMILY_CONTACTS:
             c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
             F[i, 0] += c1
@@ -401,12 +647,20 @@ def build(jit, base):
         out[i, UM] = um
         out[i, NB] = nbroken
         out[i, UR] = ur
-        if contacts.mode != 0:
-            c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
-            out[i, UPP] = uc
-        if walls.planes.shape[0] > 0:
-            w1, w2, w3, uw = wall_sum(i, x, par, walls)
-            out[i, UPW] = uw
+        if contacts.law:
+            upp, upw, touching = granular_energies(i, dyn, par, bonds, contacts, walls)
+            out[i, UPP] = upp
+            out[i, UPW] = upw
+            out[i, NCONT] = touching
+            for c in range(4):
+                out[i, DN + c] = dyn.dissip[i, c]
+        else:
+            if contacts.mode != 0:
+                c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
+                out[i, UPP] = uc
+            if walls.planes.shape[0] > 0:
+                w1, w2, w3, uw = wall_sum(i, x, par, walls)
+                out[i, UPW] = uw
         p1 = m * v[i, 0]
         p2 = m * v[i, 1]
         p3 = m * v[i, 2]
@@ -440,6 +694,9 @@ def build(jit, base):
         contact_pair=contact_pair,
         contact_sum=contact_sum,
         wall_sum=wall_sum,
+        granular_contact=granular_contact,
+        granular_sum=granular_sum,
+        granular_wall_sum=granular_wall_sum,
         pendulum_term=pendulum_term,
         forces_body=forces_body,
         family_forces_body=family_forces_body,

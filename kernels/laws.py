@@ -232,3 +232,184 @@ def cell_hash(cx, cy, cz, mask):
     the hash is the same in Python, on the CPU and on the GPU (no integer overflow)."""
     m21 = 2097151
     return (((cx & m21) * 73856093) ^ ((cy & m21) * 19349663) ^ ((cz & m21) * 83492791)) & mask
+
+
+#: Floats kept per contact of the dissipative law: tangential spring ``ξ`` (3), rolling
+#: spring ``ψ`` (3), twisting angle ``φ`` (1) and the overlap at the last step (1).
+HISTORY = 8
+#: Columns of the per-particle dissipated-energy ledger: normal damping, friction slip,
+#: rolling resistance, twisting resistance.
+DISSIPATION = 4
+#: Columns of a material pair's parameters (``kernels.layout.ContactLaw.pair``).
+PAIR_ESTAR = 0  # effective Young's modulus E* [pressure]
+PAIR_GSTAR = 1  # effective shear modulus G* [pressure]
+PAIR_ALPHA = 2  # Tsuji damping factor α(e) [-]
+PAIR_MU = 3  # sliding friction μ [-]
+PAIR_MU_ROLL = 4  # rolling friction μ_r [-]
+PAIR_MU_TWIST = 5  # twisting friction μ_t [-]
+PAIR_WIDTH = 6
+#: Which velocity the dissipative forces see in maps (23) and (25).
+VELOCITY_HALF = 0  # v_{k+1/2}, the half-kicked velocity of the drift
+VELOCITY_PREDICTED = 1  # v_{k+1/2} + h F_k / 2m, a prediction of v_{k+1}
+
+
+def granular_contact(T, geometry, velocities, params, springs, h):
+    """Dissipative contact of body ``a`` with body ``b`` (a particle or a wall), in the
+    canonical orientation. Arguments come as tuples (a call of more than 30 arguments is
+    compiled by Python as ``f(*args)``, which Numba cannot inline):
+    ``geometry = (n1, n2, n3, delta, la, lb, R*, m*)``, ``velocities = (dv, w_a, w_b)``
+    (9 numbers), ``params = (E*, G*, α, μ, μ_r, μ_t)``, ``springs = (ξ, ψ, φ, δ_old)``
+    (8 numbers): ``n`` the unit normal from ``b`` to ``a``, ``delta > 0`` the
+    overlap, ``la``, ``lb`` the distances from the centres to the contact point
+    (``la + lb`` = centre distance), ``R*``, ``m*`` the effective radius and mass,
+    ``dv = v_a - v_b``, ``w`` the spatial angular velocities, ``h`` the step (0: no
+    update of the springs, no dissipation). Laws (``docs/contacts.md``):
+
+    * normal, Hertz with Tsuji damping: ``F_n = max(0, k_n δ^{3/2} - α sqrt(m* k_n) δ^{1/4} v_n)``,
+      ``k_n = (4/3) E* sqrt(R*)``; the restitution depends on ``α`` only, not on the speed;
+    * tangential, Mindlin no-slip spring with damping and the Coulomb limit: spring ``ξ``
+      turned into the tangent plane (its length kept), ``ξ += h v_t``;
+      ``F_t = -k_t ξ - η_t v_t``, ``k_t = 8 G* a``, ``a = sqrt(R* δ)``,
+      ``η_t = α sqrt(m* k_t)``; when ``|F_t| > μ F_n`` it slides: ``F_t`` is scaled onto
+      ``μ F_n`` and the spring reset to ``ξ = -(F_t + η_t v_t)/k_t``;
+    * rolling (spring-dashpot-slider): ``v_r = R* (ω_a - ω_b) × n``, spring ``ψ``,
+      ``F_r = -k_t ψ - η_t v_r``, ``|F_r| ≤ μ_r F_n``, couple ``±R* n × F_r``;
+    * twisting (Marshall): ``ω_n = (ω_a - ω_b)·n``, angle ``φ``,
+      ``M_t = -k_t a²/2 φ - η_t a²/2 ω_n``, ``|M_t| ≤ μ_t a F_n``, couple ``±M_t n``.
+
+    The moments are ``M_a = -l_a n × F_t + R* n × F_r + M_t n``,
+    ``M_b = -l_b n × F_t - R* n × F_r - M_t n``: with ``l_a + l_b`` the centre distance
+    they conserve angular momentum. Returns ``(F_a[3], M_a[3], M_b[3], history[8], U,
+    D_normal, D_friction, D_rolling, D_twisting)``: the updated springs and overlap, the
+    elastic energy after the step (normal and springs) and the energy each part
+    dissipated in the step (the work it did on the relative motion less the change of
+    its spring energy, so that total plus dissipated energy balances). One flat law (a
+    law calls no other): the two springs repeat the same slider code.
+    """
+    n1, n2, n3, delta, la, lb, rstar, mstar = geometry
+    dv1, dv2, dv3, wa1, wa2, wa3, wb1, wb2, wb3 = velocities
+    estar, gstar, alpha, mu, mu_roll, mu_twist = params
+    s1, s2, s3, r1, r2, r3, tw, delta_old = springs
+    root = math.sqrt(delta)
+    sr = math.sqrt(rstar)
+    a = sr * root
+    kn = T(4.0) / T(3.0) * estar * sr
+    fel = kn * delta * root
+    un = T(0.4) * fel * delta
+    # velocity of a's contact point relative to b's: dv + ω_a × (-l_a n) - ω_b × (l_b n)
+    c1 = dv1 - la * (wa2 * n3 - wa3 * n2) - lb * (wb2 * n3 - wb3 * n2)
+    c2 = dv2 - la * (wa3 * n1 - wa1 * n3) - lb * (wb3 * n1 - wb1 * n3)
+    c3 = dv3 - la * (wa1 * n2 - wa2 * n1) - lb * (wb1 * n2 - wb2 * n1)
+    vn = c1 * n1 + c2 * n2 + c3 * n3
+    fn = fel - alpha * math.sqrt(mstar * kn * root) * vn
+    if fn < T(0.0):  # no pull: a damped contact releases instead of holding on
+        fn = T(0.0)
+    d_normal = -h * (fn - fel) * vn
+    kt = T(8.0) * gstar * a
+    eta = alpha * math.sqrt(mstar * kt)
+    kt_old = T(8.0) * gstar * math.sqrt(rstar * delta_old)
+    # tangential spring: turned into the tangent plane, length kept, then stretched
+    vt1 = c1 - vn * n1
+    vt2 = c2 - vn * n2
+    vt3 = c3 - vn * n3
+    ss = s1 * s1 + s2 * s2 + s3 * s3
+    u_old = T(0.5) * kt_old * ss
+    sn = s1 * n1 + s2 * n2 + s3 * n3
+    p1 = s1 - sn * n1
+    p2 = s2 - sn * n2
+    p3 = s3 - sn * n3
+    pp = p1 * p1 + p2 * p2 + p3 * p3
+    c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
+    s1 = c * p1 + h * vt1
+    s2 = c * p2 + h * vt2
+    s3 = c * p3 + h * vt3
+    ft1 = -kt * s1 - eta * vt1
+    ft2 = -kt * s2 - eta * vt2
+    ft3 = -kt * s3 - eta * vt3
+    limit = mu * fn
+    ff = ft1 * ft1 + ft2 * ft2 + ft3 * ft3
+    if ff > limit * limit:  # sliding
+        c = limit / math.sqrt(ff)
+        ft1 = c * ft1
+        ft2 = c * ft2
+        ft3 = c * ft3
+        if kt > T(0.0):
+            s1 = -(ft1 + eta * vt1) / kt
+            s2 = -(ft2 + eta * vt2) / kt
+            s3 = -(ft3 + eta * vt3) / kt
+    ut = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
+    d_friction = -h * (ft1 * vt1 + ft2 * vt2 + ft3 * vt3) - (ut - u_old)
+    # rolling resistance: the same spring-dashpot-slider on v_r = R* (ω_a - ω_b) × n
+    o1 = wa1 - wb1
+    o2 = wa2 - wb2
+    o3 = wa3 - wb3
+    vr1 = rstar * (o2 * n3 - o3 * n2)
+    vr2 = rstar * (o3 * n1 - o1 * n3)
+    vr3 = rstar * (o1 * n2 - o2 * n1)
+    ss = r1 * r1 + r2 * r2 + r3 * r3
+    u_old = T(0.5) * kt_old * ss
+    sn = r1 * n1 + r2 * n2 + r3 * n3
+    p1 = r1 - sn * n1
+    p2 = r2 - sn * n2
+    p3 = r3 - sn * n3
+    pp = p1 * p1 + p2 * p2 + p3 * p3
+    c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
+    r1 = c * p1 + h * vr1
+    r2 = c * p2 + h * vr2
+    r3 = c * p3 + h * vr3
+    fr1 = -kt * r1 - eta * vr1
+    fr2 = -kt * r2 - eta * vr2
+    fr3 = -kt * r3 - eta * vr3
+    limit = mu_roll * fn
+    ff = fr1 * fr1 + fr2 * fr2 + fr3 * fr3
+    if ff > limit * limit:
+        c = limit / math.sqrt(ff)
+        fr1 = c * fr1
+        fr2 = c * fr2
+        fr3 = c * fr3
+        if kt > T(0.0):
+            r1 = -(fr1 + eta * vr1) / kt
+            r2 = -(fr2 + eta * vr2) / kt
+            r3 = -(fr3 + eta * vr3) / kt
+    ur = T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3)
+    d_rolling = -h * (fr1 * vr1 + fr2 * vr2 + fr3 * vr3) - (ur - u_old)
+    # twisting resistance
+    wn = o1 * n1 + o2 * n2 + o3 * n3
+    ktw = T(0.5) * kt * a * a
+    etw = T(0.5) * eta * a * a
+    u_old = T(0.25) * kt_old * rstar * delta_old * tw * tw
+    tw = tw + h * wn
+    mt = -ktw * tw - etw * wn
+    limit = mu_twist * a * fn
+    if abs(mt) > limit:
+        mt = limit if mt > T(0.0) else -limit
+        if ktw > T(0.0):
+            tw = -(mt + etw * wn) / ktw
+    utw = T(0.5) * ktw * tw * tw
+    d_twisting = -h * mt * wn - (utw - u_old)
+    # moments: the tangential force at the contact point, the rolling and twisting couples
+    q1 = n2 * ft3 - n3 * ft2
+    q2 = n3 * ft1 - n1 * ft3
+    q3 = n1 * ft2 - n2 * ft1
+    g1 = rstar * (n2 * fr3 - n3 * fr2) + mt * n1
+    g2 = rstar * (n3 * fr1 - n1 * fr3) + mt * n2
+    g3 = rstar * (n1 * fr2 - n2 * fr1) + mt * n3
+    return (
+        fn * n1 + ft1, fn * n2 + ft2, fn * n3 + ft3,
+        g1 - la * q1, g2 - la * q2, g3 - la * q3,
+        -g1 - lb * q1, -g2 - lb * q2, -g3 - lb * q3,
+        s1, s2, s3, r1, r2, r3, tw, delta,
+        un + ut + ur + utw,
+        d_normal, d_friction, d_rolling, d_twisting,
+    )  # fmt: skip
+
+
+def granular_energy(T, delta, rstar, estar, gstar, s1, s2, s3, r1, r2, r3, tw):
+    """Elastic energy of a dissipative contact with springs ``ξ, ψ, φ`` at overlap
+    ``delta`` (no update): ``(8/15) E* sqrt(R*) δ^{5/2} + k_t/2 (|ξ|² + |ψ|²) + k_t a²/4 φ²``."""
+    root = math.sqrt(delta)
+    sr = math.sqrt(rstar)
+    kt = T(8.0) * gstar * sr * root
+    un = T(0.4) * T(4.0) / T(3.0) * estar * sr * delta * delta * root
+    return un + T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3 + r1 * r1 + r2 * r2 + r3 * r3
+                              + T(0.5) * rstar * delta * tw * tw)  # fmt: skip

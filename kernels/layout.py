@@ -12,6 +12,15 @@ precision. Units are consistent units of length, time and mass.
     ``omega`` (N, 3) spatial angular velocity Ω; ``F`` (N, 3) force and ``RM`` (N, 3)
     spatial moment at the current configuration; ``broken`` (B,) int8, 1 once a bond
     broke; ``released`` (B,) the energy each broken bond had when it broke [energy].
+    With the dissipative contact law (``Contacts.law``), else one-row placeholders:
+    ``vp``, ``wp`` (N, 3) the velocities the dissipative forces see (written by the
+    advance pass, read by the force pass; see ``docs/contacts.md``); ``hist`` (N,
+    capacity, 8) the contact springs, parallel to the neighbour rows (both ends of a pair
+    hold identical copies); ``whist`` (N, W, 8) the springs of the wall contacts;
+    ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal
+    damping, friction slip, rolling, twisting; each end of a pair books half) [energy];
+    ``nbr``, ``count``, ``x_ref``: the neighbour list the springs are keyed to (the same
+    arrays as in ``Contacts``), saved and restored with them.
 
 ``Particles``: fixed per-particle parameters
     ``mass`` (N,) [mass]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
@@ -41,7 +50,8 @@ precision. Units are consistent units of length, time and mass.
 
 ``Walls``: planar walls ``n·x = c``
     ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n`` into the allowed side;
-    ``k`` (W,) stiffness [energy].
+    ``k`` (W,) stiffness [energy]; ``mat`` (W,) int32 each wall's material (the
+    dissipative law).
 
 ``Fields``: uniform gravity and the 3D pendulum (39)
     ``gravity`` (3,) or (0,) for none [length/time²]; ``pendulum_of`` (N,) int32 the
@@ -57,15 +67,17 @@ precision. Units are consistent units of length, time and mass.
 
 from collections import namedtuple
 
-Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released")
+Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released vp wp hist whist dissip nbr count x_ref")
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
 )
-Contacts = namedtuple("Contacts", "mode kpp nbr count x_ref skin skin_half2")
+Contacts = namedtuple(
+    "Contacts", "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist nbr_old count_old hist_old"
+)
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members")
-Walls = namedtuple("Walls", "planes k")
+Walls = namedtuple("Walls", "planes k mat")
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical")
 Flags = namedtuple("Flags", "status report")
 
@@ -107,6 +119,11 @@ DIAGNOSTICS = (
     "L_z",
     "broken_bonds",
     "U_released",
+    "dissipated_normal",
+    "dissipated_friction",
+    "dissipated_rolling",
+    "dissipated_twisting",
+    "contacts",
 )
 DIAG = {name: k for k, name in enumerate(DIAGNOSTICS)}
 

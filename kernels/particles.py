@@ -33,6 +33,7 @@ def build(jit):
 
     SCHEME_CAMPELLO = laws.SCHEME_CAMPELLO
     CONTACTS_LIST = laws.CONTACTS_LIST
+    VELOCITY_HALF = laws.VELOCITY_HALF
 
     @jit
     def advance_body(i, scheme, h, dyn, par, contacts, status):
@@ -46,6 +47,11 @@ def build(jit):
 
         Sets status bits: the rotation domain ``ρ ≥ 1`` (or a NaN ``ρ``: not finite) and,
         with a neighbour list, a move of more than skin/2 since its last build.
+
+        With the dissipative contact law it also writes the velocities the force pass
+        gives the velocity-dependent forces (``vp``, ``wp``): the half-kicked ``v_{k+1/2}``
+        or the prediction ``v_{k+1/2} + h F_k/2m`` of ``v_{k+1}`` (``contacts.vel``); for
+        map (27) the kicked ``v_{k+1}`` itself.
         """
         T = dyn.x.dtype.type
         x, v, q, om = dyn.x, dyn.v, dyn.q, dyn.omega
@@ -70,6 +76,16 @@ def build(jit):
         om[i, 0] = wx
         om[i, 1] = wy
         om[i, 2] = wz
+        if contacts.law:
+            if scheme == SCHEME_CAMPELLO or contacts.vel == VELOCITY_HALF:
+                a = T(0.0)
+                b = T(0.0)
+            dyn.vp[i, 0] = vx + a * dyn.F[i, 0]
+            dyn.vp[i, 1] = vy + a * dyn.F[i, 1]
+            dyn.vp[i, 2] = vz + a * dyn.F[i, 2]
+            dyn.wp[i, 0] = wx + b * dyn.RM[i, 0]
+            dyn.wp[i, 1] = wy + b * dyn.RM[i, 1]
+            dyn.wp[i, 2] = wz + b * dyn.RM[i, 2]
         d1, d2, d3, rho = rrp_increment(T, scheme, h, wx, wy, wz)
         bits = 0
         if rho >= T(1.0):
@@ -126,7 +142,9 @@ def build(jit):
     @jit
     def save_body(i, src, dst):
         """Copy row ``i`` of every array of the ``Dynamics`` ``src`` to ``dst`` (particles
-        for ``i < N``, bonds for ``i < B``)."""
+        for ``i < N``, bonds for ``i < B``); with the dissipative contact law also the
+        neighbour row with its springs (its listed slots), the wall springs and the
+        dissipated energies (one-row placeholders otherwise)."""
         n = src.x.shape[0]
         if i < n:
             for c in range(3):
@@ -140,6 +158,22 @@ def build(jit):
         if i < src.broken.shape[0]:
             dst.broken[i] = src.broken[i]
             dst.released[i] = src.released[i]
+        if i < src.count.shape[0]:
+            k = min(src.count[i], src.nbr.shape[1])
+            dst.count[i] = src.count[i]
+            for p in range(k):
+                dst.nbr[i, p] = src.nbr[i, p]
+                for c in range(src.hist.shape[2]):
+                    dst.hist[i, p, c] = src.hist[i, p, c]
+            for c in range(3):
+                dst.x_ref[i, c] = src.x_ref[i, c]
+        if i < src.whist.shape[0]:
+            for w in range(src.whist.shape[1]):
+                for c in range(src.whist.shape[2]):
+                    dst.whist[i, w, c] = src.whist[i, w, c]
+        if i < src.dissip.shape[0]:
+            for c in range(src.dissip.shape[1]):
+                dst.dissip[i, c] = src.dissip[i, c]
 
     @jit
     def report_values(i, dyn, par, contacts, status):

@@ -120,6 +120,11 @@ class Program:
         self.k.forces(kick, scheme, h, b["dyn"], b["par"], b["bonds"], b["contacts"], b["walls"], b["fields"],
                       b["flags"].status)  # fmt: skip
 
+    def velocities(self) -> None:
+        """``vp = v``, ``wp = Ω`` for a force evaluation outside a step."""
+        self._on_stream()
+        self.k.evaluation_velocities(self.b["dyn"])
+
     def tail(self) -> None:
         b = self.b
         self._on_stream()

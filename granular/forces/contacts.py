@@ -7,6 +7,12 @@ is "a special case of particle-particle": the same law with the signed distance
 ``n·x - c`` of the centre from the plane in place of the centre distance and ``D/2`` as
 the reach. Frictionless: contacts exert no moment.
 
+With materials (:mod:`granular.forces.materials`) every contact follows the dissipative
+law of ``docs/contacts.md`` instead: Hertz with Tsuji damping set by the restitution,
+Mindlin tangential springs with the Coulomb limit, rolling and twisting resistance, with
+springs carried per contact (:class:`ContactLaw`). It needs the neighbour list
+(``search = "cells"``): the all-pairs search has no place to keep springs.
+
 Candidate pairs: a Verlet neighbour list on a hash grid (:mod:`granular.neighbors`,
 O(N), the default ``search="cells"``) or all pairs (``search="all-pairs"``, O(N²), the
 brute-force twin). Both give the same forces bit for bit: list rows are sorted by
@@ -18,11 +24,53 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.laws import CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
+from kernels.laws import CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE, VELOCITY_HALF, VELOCITY_PREDICTED
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
 
-from ..neighbors import NeighborList
+from ..neighbors import NeighborList, placeholder_law
+from .materials import pair_table
+
+#: ``velocity`` names of the dissipative law: which velocity the damping and friction see.
+VELOCITIES = {"predicted": VELOCITY_PREDICTED, "half": VELOCITY_HALF}
+
+
+class ContactLaw:
+    """The dissipative law's fixed data on a backend: ``materials`` (list of
+    :class:`~granular.forces.materials.Material`), ``names``, ``mat`` (N,) int32 each
+    particle's material, ``wall_mat`` (W,) int32 each wall's, ``pair`` (M*M, 6) the mixed
+    pair parameters; ``velocity``: ``"predicted"`` (default, ``v_{k+1/2} + h F_k/2m``)
+    or ``"half"`` (``v_{k+1/2}``), see ``docs/contacts.md``. ``vp``, ``wp`` (N, 3): the
+    velocities the force pass reads (written by the advance pass)."""
+
+    def __init__(self, backend, materials, names, mat, wall_mat, velocity="predicted", dtype=np.float64):
+        if velocity not in VELOCITIES:
+            raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
+        xp = backend.xp
+        self.backend = backend
+        self.materials, self.names = list(materials), list(names)
+        self.velocity = velocity
+        self.mat_host = np.asarray(mat, dtype=np.int32)
+        self.wall_mat_host = np.asarray(wall_mat, dtype=np.int32).reshape(-1)
+        self.pair_host = pair_table(self.materials)
+        self.mat = xp.asarray(self.mat_host)
+        self.wall_mat = xp.asarray(self.wall_mat_host)
+        self.pair = xp.asarray(self.pair_host, dtype=dtype)
+        n = len(self.mat_host)
+        self.vp = xp.zeros((n, 3), dtype=dtype)
+        self.wp = xp.zeros((n, 3), dtype=dtype)
+
+    def args(self) -> dict:
+        dev = self.backend.kernels.to_device
+        return {"on": True, "vel": np.int64(VELOCITIES[self.velocity]), "mat": dev(self.mat), "pair": dev(self.pair),
+                "nmat": np.int64(len(self.materials))}  # fmt: skip
+
+    def pair_parameters(self, a: int, b: int) -> dict:
+        """The mixed parameters of materials ``a`` and ``b`` (host floats)."""
+        from kernels import laws
+
+        row = self.pair_host[a * len(self.materials) + b]
+        return {k.lower()[5:]: float(row[getattr(laws, k)]) for k in dir(laws) if k.startswith("PAIR_") and k != "PAIR_WIDTH"}
 
 
 class ParticleContacts:
@@ -41,9 +89,13 @@ class ParticleContacts:
     SEARCHES = ("cells", "all-pairs")
 
     def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True, search="cells", skin=None,
-                 radius=None):  # fmt: skip
+                 radius=None, law=None):  # fmt: skip
         if search not in self.SEARCHES:
             raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
+        if law is not None and search != "cells":
+            raise ValueError("search: the dissipative contact law (materials) keeps a spring per contact in the "
+                             "neighbour list's rows; it needs search = 'cells', not 'all-pairs'")  # fmt: skip
+        self.law = law
         self.backend = backend
         self.dtype = np.dtype(radius.dtype)
         self.kpp = float(kpp)
@@ -55,7 +107,9 @@ class ParticleContacts:
         rmax = float(backend.to_host(radius).max())
         self.skin = 0.4 * rmax if skin is None else float(skin)
         if search == "cells":
-            self.neighbors = NeighborList(backend, radius, self.skin)
+            self.neighbors = NeighborList(backend, radius, self.skin, history=law is not None)
+            if law is not None:
+                self.neighbors.law = law.args()
         self._dummy = _placeholder_arrays(backend, self.dtype)
 
     @property
@@ -99,7 +153,11 @@ def _placeholder_arrays(backend, dtype):
 def _placeholder_args(backend, dummy, mode, kpp, T):
     dev = backend.kernels.to_device
     nbr, count, x_ref, buckets, members = (dev(a) for a in dummy)
-    return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0)),
+    law = placeholder_law(backend, np.dtype(T))
+    xp = backend.xp
+    hist = dev(xp.zeros((0, 1, 8), dtype=T))
+    return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0), law["on"], law["vel"], law["mat"], law["pair"],
+                     law["nmat"], hist, nbr, count, hist),
             Grid(T(1.0), np.int64(0), buckets, members))  # fmt: skip
 
 
@@ -111,16 +169,21 @@ class Walls:
     family = FAMILY_WALLS
     energy_keys = ("U_pw",)
 
-    def __init__(self, backend, n_particles, planes, k, dtype=np.float64):
+    def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None):
         xp = backend.xp
         self.backend = backend
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
         self.planes = xp.asarray(self.planes_host, dtype=dtype)
         self.k = xp.asarray(np.asarray(k), dtype=dtype)
+        self.mat = xp.asarray(np.zeros(len(self.planes_host), np.int32) if mat is None else np.asarray(mat, np.int32))
+
+    @property
+    def count(self) -> int:
+        return len(self.planes_host)
 
     def kernel_args(self) -> WallArgs:
         dev = self.backend.kernels.to_device
-        return WallArgs(dev(self.planes), dev(self.k))
+        return WallArgs(dev(self.planes), dev(self.k), dev(self.mat))
 
     def accumulate(self, model, cfg) -> None:
         model.accumulate_family(self.family, cfg)
@@ -131,4 +194,4 @@ class Walls:
 
 def no_wall_args(backend, dtype) -> WallArgs:
     xp, dev = backend.xp, backend.kernels.to_device
-    return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=dtype)))
+    return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros(0, dtype=np.int32)))

@@ -71,6 +71,7 @@ class ParticleEngine:
         if np.dtype(state.x.dtype) != model.dtype:
             raise ValueError(f"state: dtype {state.x.dtype} differs from the model's {model.dtype}")
         self.model, self.state = model, state
+        model.bind_springs(state)
         self.graphs = bool(graphs)
         be = model.backend
         xp = be.xp
@@ -80,6 +81,7 @@ class ParticleEngine:
         self.report = xp.zeros(REPORT_SIZE, dtype=np.float64)
         self._saved = [xp.zeros_like(a) for a in (state.x, state.v, state.q, state.omega, state.F, state.RM,
                                                   state.broken, state.released)]  # fmt: skip
+        self._saved_law = None  # copies of the law's arrays (Model.law_arrays), made for their shapes
         stream = None
         if be.name == "gpu" and not be.simulated:
             stream = xp.cuda.Stream(non_blocking=True)
@@ -100,19 +102,26 @@ class ParticleEngine:
 
     def _arrays(self):
         s = self.state
-        return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status)
+        return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated)
 
     def _bundles(self) -> dict:
         dev = self.model.backend.kernels.to_device
         b = self.model.kernel_args()
-        b["dyn"] = self.model.dynamics(self.state)
-        b["saved"] = Dynamics(*(dev(a) for a in self._saved))
+        b["dyn"] = self.model.dynamics(self.state, step=True)
+        law = self.model.law_arrays(self.state)
+        names = ("hist", "whist", "dissip", "nbr", "count", "x_ref")
+        if self._saved_law is None or any(self._saved_law[k].shape != law[k].shape for k in names):
+            self._saved_law = {k: law[k].copy() for k in names}
+        sl = self._saved_law
+        b["saved"] = Dynamics(*(dev(a) for a in self._saved), dev(law["none3"]), dev(law["none3"]),
+                              *(dev(sl[k]) for k in names))  # fmt: skip
         b["flags"] = Flags(dev(self.state.status), dev(self.report))
         return b
 
     def _check_binding(self) -> None:
         """Rebind the kernels if the state's arrays were replaced or the neighbour list
         regrew; forget the displacement budget if the list was rebuilt elsewhere."""
+        self.model.bind_springs(self.state)
         arrays = self._arrays()
         if any(a is not b for a, b in zip(arrays, self._bound)) or self._nl("generation") != self._generation:
             self.program.rebind(self._bundles())
@@ -136,6 +145,8 @@ class ParticleEngine:
             self.neighbors.build(st.x)
             self._check_binding()
         self.program.head(False)
+        if self.model.law is not None:  # the first force evaluation sees v and Ω themselves
+            self.program.velocities()
         self.program.forces(False, 0, st.x.dtype.type(0.0))
         self.program.tail()
         rep = self.program.read_report()

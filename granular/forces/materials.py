@@ -1,0 +1,168 @@
+"""Materials of the dissipative contact law and the mixing rules for unlike pairs.
+
+A :class:`Material` has Young's modulus ``E`` and Poisson's ratio ``ν`` (elastic
+stiffness), a density (the mass and inertia of spheres that name the material without
+giving them), a coefficient of restitution ``e`` (normal damping), and the sliding,
+rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``. Walls name materials
+too. The law itself is :func:`kernels.laws.granular_contact_law`; its formulas and their
+derivation are in ``docs/contacts.md``.
+
+Mixing for a pair of materials ``i``, ``j`` (a wall counts as a body of its material with
+infinite radius and mass):
+
+* ``1/E* = (1 - ν_i²)/E_i + (1 - ν_j²)/E_j`` (Hertz);
+* ``1/G* = (2 - ν_i)/G_i + (2 - ν_j)/G_j`` with ``G = E / 2(1 + ν)`` (Mindlin);
+* ``e``, ``μ``, ``μ_r``, ``μ_t``: geometric means (equal materials keep their values; a
+  frictionless material makes every pair with it frictionless);
+* the Tsuji damping factor ``α`` of the pair is :func:`tsuji_alpha` of its ``e``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels.laws import (
+    PAIR_ALPHA,
+    PAIR_ESTAR,
+    PAIR_GSTAR,
+    PAIR_MU,
+    PAIR_MU_ROLL,
+    PAIR_MU_TWIST,
+    PAIR_WIDTH,
+)
+
+#: Restitution below this is refused: the Tsuji factor grows without bound as ``e → 0``.
+MIN_RESTITUTION = 0.01
+
+FIELDS = ("young", "poisson", "density", "restitution", "friction", "rolling_friction", "twisting_friction")
+
+
+@dataclass(frozen=True)
+class Material:
+    """One material. ``young`` E > 0 [pressure]; ``poisson`` ν in (-1, 0.5];
+    ``density`` > 0 [mass/length³]; ``restitution`` e in [0.01, 1] (1: elastic);
+    ``friction`` μ ≥ 0, ``rolling_friction`` μ_r ≥ 0, ``twisting_friction`` μ_t ≥ 0 [-]."""
+
+    young: float
+    poisson: float = 0.3
+    density: float = 1.0
+    restitution: float = 1.0
+    friction: float = 0.0
+    rolling_friction: float = 0.0
+    twisting_friction: float = 0.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(field, message)`` for every bad value (empty when the material is sound)."""
+        out = []
+
+        def bad(name, rule):
+            out.append((name, f"must be {rule}, got {getattr(self, name)!r}"))
+
+        def finite(name):
+            v = getattr(self, name)
+            return isinstance(v, (int, float)) and math.isfinite(v)
+
+        if not (finite("young") and self.young > 0):
+            bad("young", "finite and > 0")
+        if not (finite("poisson") and -1.0 < self.poisson <= 0.5):
+            bad("poisson", "in (-1, 0.5]")
+        if not (finite("density") and self.density > 0):
+            bad("density", "finite and > 0")
+        if not (finite("restitution") and MIN_RESTITUTION <= self.restitution <= 1.0):
+            bad("restitution", f"in [{MIN_RESTITUTION}, 1] (1: elastic)")
+        for name in ("friction", "rolling_friction", "twisting_friction"):
+            if not (finite(name) and getattr(self, name) >= 0):
+                bad(name, "finite and >= 0")
+        return out
+
+    @property
+    def shear(self) -> float:
+        """Shear modulus ``G = E / 2(1 + ν)``."""
+        return self.young / (2.0 * (1.0 + self.poisson))
+
+
+def check_material(name: str, m: Material) -> None:
+    """``ValueError`` naming the material and its first bad field."""
+    probs = m.problems()
+    if probs:
+        field, msg = probs[0]
+        raise ValueError(f"material {name!r}: {field}: {msg}")
+
+
+def _rebound(alpha: float) -> float:
+    """Restitution of ``x'' = -max(0, x^{3/2} + α x^{1/4} x')``, ``x(0) = 0``,
+    ``x'(0) = 1``: the Hertz-Tsuji impact in units where the speed, the mass and the
+    stiffness are 1 (``docs/contacts.md``); ``e = -x'`` when ``x`` returns to 0."""
+    from scipy.integrate import solve_ivp
+
+    if alpha == 0.0:
+        return 1.0
+
+    def rhs(t, y):
+        x = max(y[0], 0.0)
+        f = x * math.sqrt(x) + alpha * math.sqrt(math.sqrt(x)) * y[1]
+        return (y[1], -max(f, 0.0))
+
+    def back(t, y):
+        return y[0]
+
+    back.terminal, back.direction = True, -1
+    sol = solve_ivp(rhs, (0.0, 100.0), (0.0, 1.0), method="DOP853", rtol=1e-12, atol=1e-14, events=back)
+    if not sol.t_events[0].size:  # stopped inside the contact (α huge): no rebound
+        return 0.0
+    return float(-sol.y_events[0][0][1])
+
+
+@functools.lru_cache(maxsize=256)
+def tsuji_alpha(e: float) -> float:
+    """The damping factor ``α`` with which the Hertz-Tsuji law
+    ``F_n = max(0, k_n δ^{3/2} - α sqrt(m* k_n) δ^{1/4} δ')`` (``k_n = 4/3 E* sqrt(R*)``)
+    rebounds with restitution ``e`` at every impact speed (the law is self-similar, so
+    ``e`` depends on ``α`` alone); solved to 1e-12 by bisection on :func:`_rebound`."""
+    from scipy.optimize import brentq
+
+    e = float(e)
+    if not (MIN_RESTITUTION <= e <= 1.0):
+        raise ValueError(f"restitution: must be in [{MIN_RESTITUTION}, 1], got {e!r}")
+    if e == 1.0:
+        return 0.0
+    hi = 1.0
+    while _rebound(hi) > e:
+        hi *= 2.0
+        if hi > 1e6:
+            raise ValueError(f"restitution: no damping factor reaches e = {e!r}")
+    return float(brentq(lambda a: _rebound(a) - e, 0.0, hi, xtol=1e-13, rtol=1e-13))
+
+
+def mix(a: Material, b: Material) -> np.ndarray:
+    """The pair parameters (``kernels.laws.PAIR_*`` columns) of materials ``a`` and ``b``."""
+    row = np.zeros(PAIR_WIDTH)
+    row[PAIR_ESTAR] = 1.0 / ((1.0 - a.poisson**2) / a.young + (1.0 - b.poisson**2) / b.young)
+    row[PAIR_GSTAR] = 1.0 / ((2.0 - a.poisson) / a.shear + (2.0 - b.poisson) / b.shear)
+    e = math.sqrt(a.restitution * b.restitution)
+    row[PAIR_ALPHA] = tsuji_alpha(round(e, 15))
+    row[PAIR_MU] = math.sqrt(a.friction * b.friction)
+    row[PAIR_MU_ROLL] = math.sqrt(a.rolling_friction * b.rolling_friction)
+    row[PAIR_MU_TWIST] = math.sqrt(a.twisting_friction * b.twisting_friction)
+    return row
+
+
+def pair_table(materials: list[Material]) -> np.ndarray:
+    """(M*M, PAIR_WIDTH) table, row ``i*M + j`` for materials ``i``, ``j`` (symmetric)."""
+    m = len(materials)
+    table = np.zeros((m * m, PAIR_WIDTH))
+    for i in range(m):
+        for j in range(i, m):
+            table[i * m + j] = table[j * m + i] = mix(materials[i], materials[j])
+    return table
+
+
+def sphere_mass(material: Material, radius):
+    """Mass ``ρ 4/3 π r³`` and moment of inertia ``2/5 m r²`` of solid spheres."""
+    r = np.asarray(radius, dtype=np.float64)
+    m = material.density * 4.0 / 3.0 * math.pi * r**3
+    return m, 0.4 * m * r * r
