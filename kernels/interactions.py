@@ -53,6 +53,7 @@ def build(jit, base):
     cadd = jit(laws.compensated_add)
     granular_contact = jit(laws.granular_contact)
     granular_energy = jit(laws.granular_energy)
+    granular_release = jit(laws.granular_release)
     HISTORY = laws.HISTORY
     PAIR_ESTAR, PAIR_GSTAR, PAIR_ALPHA = laws.PAIR_ESTAR, laws.PAIR_GSTAR, laws.PAIR_ALPHA
     PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST = laws.PAIR_MU, laws.PAIR_MU_ROLL, laws.PAIR_MU_TWIST
@@ -326,7 +327,13 @@ def build(jit, base):
             else:
                 on, r = granular_pair(T, other, me, contacts.mat[j], mat_i, s, contacts, h)
             if not on:
-                if update and s[7] != z:
+                if update and s[7] != z:  # the contact opened: its springs' energy is dissipated
+                    row = mat_i * contacts.nmat + contacts.mat[j]
+                    rel = granular_release(T, me[3] * other[3] / (me[3] + other[3]), contacts.pair[row, PAIR_GSTAR],
+                                           s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
+                    df += T(0.5) * rel[0]
+                    dr += T(0.5) * rel[1]
+                    dt += T(0.5) * rel[2]
                     for c in range(HISTORY):
                         hist[i, p, c] = z
                 continue
@@ -382,7 +389,14 @@ def build(jit, base):
             dist = n1 * me[0] + n2 * me[1] + n3 * me[2] - planes[w, 3]
             delta = me[3] - dist
             if not (delta > z):
-                if update and whist[i, w, 7] != z:
+                if update and whist[i, w, 7] != z:  # the contact opened: its springs' energy is dissipated
+                    row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+                    rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], whist[i, w, 0], whist[i, w, 1],
+                                           whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
+                                           whist[i, w, 6], whist[i, w, 7])  # fmt: skip
+                    df += rel[0]
+                    dr += rel[1]
+                    dt += rel[2]
                     for c in range(HISTORY):
                         whist[i, w, c] = z
                 continue
