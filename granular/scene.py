@@ -87,10 +87,23 @@ class BondFamily(_Strict):
     angle_max: Annotated[float, Field(gt=0)] = math.inf
 
 
+class MaterialTable(_Strict):
+    """``[materials.NAME]``: a material of the dissipative contact law (``docs/contacts.md``)."""
+
+    young: Positive
+    poisson: Annotated[float, Field(gt=-1.0, le=0.5, allow_inf_nan=False)] = 0.3
+    density: Positive = 1.0
+    restitution: Annotated[float, Field(ge=0.01, le=1.0, allow_inf_nan=False)] = 1.0
+    friction: NonNegative = 0.0
+    rolling_friction: NonNegative = 0.0
+    twisting_friction: NonNegative = 0.0
+
+
 class _Group(_Strict):
     name: Annotated[str, Field(min_length=1)] | None = None
     mass: Positive = 1.0
     inertia: Positive = 1.0
+    material: Annotated[str, Field(min_length=1)] | None = None
     velocity: Vec3 = [0.0, 0.0, 0.0]
     omega: Vec3 = [0.0, 0.0, 0.0]
 
@@ -191,7 +204,8 @@ BondSet = Annotated[Union[ExplicitBonds, NeighborBonds], Field(discriminator="ki
 
 
 class ContactsTable(_Strict):
-    kpp: NonNegative
+    kpp: NonNegative | None = None
+    velocity: Literal["predicted", "half"] = "predicted"
     bonded: bool = True
     allow_initial_overlap: bool = False
     search: Literal["cells", "all-pairs"] = "cells"
@@ -202,6 +216,7 @@ class Wall(_Strict):
     normal: Vec3
     offset: Finite = 0.0
     k: NonNegative | None = None
+    material: Annotated[str, Field(min_length=1)] | None = None
     allow_initial_overlap: bool = False
 
     @field_validator("normal")
@@ -232,6 +247,7 @@ class Scene(_Strict):
     run: RunTable
     particles: list[ParticleGroup] = []
     bodies: dict[str, Any] | None = None  # batched single-body schemes: granular.bodies.scenes
+    materials: dict[str, MaterialTable] = {}
     bond_families: dict[str, BondFamily] = {}
     bonds: list[BondSet] = []
     contacts: ContactsTable | None = None
@@ -328,8 +344,29 @@ def _check_references(scene: Scene, source: str) -> None:
     for k, p in enumerate(scene.fields.pendulum):
         if p.group not in names:
             errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
+    mats = scene.materials
+    if mats:
+        for k, g in enumerate(scene.particles):
+            if g.material is None:
+                errors.append((f"particles[{k}].material", f"with [materials] every group names one; defined: "
+                               f"{sorted(mats)}"))  # fmt: skip
+        for k, w in enumerate(scene.walls):
+            if w.material is None:
+                errors.append((f"walls[{k}].material", f"with [materials] every wall names one; defined: {sorted(mats)}"))
+        if scene.contacts is not None and scene.contacts.kpp is not None:
+            errors.append(("contacts.kpp", "with [materials] the dissipative law replaces U^pp; leave kpp out"))
+        if scene.contacts is not None and scene.contacts.search != "cells":
+            errors.append(("contacts.search", "the dissipative law (materials) keeps a spring per contact in the "
+                           "neighbour list: it needs 'cells', not 'all-pairs'"))  # fmt: skip
+    elif scene.contacts is not None and scene.contacts.kpp is None:
+        errors.append(("contacts.kpp", "required field is missing (or give [materials] for the dissipative law)"))
+    for k, g in enumerate(scene.particles):
+        if g.material is not None and g.material not in mats:
+            errors.append((f"particles[{k}].material", f"no material {g.material!r}; defined: {sorted(mats)}"))
     for k, w in enumerate(scene.walls):
-        if w.k is None and scene.contacts is None:
+        if w.material is not None and w.material not in mats:
+            errors.append((f"walls[{k}].material", f"no material {w.material!r}; defined: {sorted(mats)}"))
+        if w.k is None and w.material is None and not mats and (scene.contacts is None or scene.contacts.kpp is None):
             errors.append((f"walls[{k}].k", "no stiffness: give k or a [contacts] table (its kpp is the default)"))
     total = sum(_group_count(g) for g in scene.particles)
     if total > MAX_PARTICLES:
@@ -412,9 +449,20 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     errors = []
     groups = {}
     fam = scene.bond_families
+    for name, m in scene.materials.items():
+        try:
+            b.add_material(name, **m.model_dump())
+        except ValueError as exc:
+            errors.append((f"materials.{name}", str(exc)))
+    if errors:
+        raise SceneError(errors, source)
     for k, g in enumerate(scene.particles):
         path = f"particles[{k}]"
-        common = dict(mass=g.mass, inertia=g.inertia)
+        given = g.model_fields_set
+        common = dict(mass=g.mass if "mass" in given or g.material is None else None,
+                      inertia=g.inertia if "inertia" in given or g.material is None else None)  # fmt: skip
+        if g.material is not None:
+            common["material"] = g.material
         errors_before = len(errors)
         try:
             if isinstance(g, ExplicitParticles):
@@ -484,11 +532,14 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
             errors.append((path, str(exc)))
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
-                       skin=scene.contacts.skin)  # fmt: skip
+                       skin=scene.contacts.skin, velocity=scene.contacts.velocity)  # fmt: skip
         errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
+    elif scene.materials:
+        errors.extend(_overlap_errors(x_all, r_all, False))
     for k, w in enumerate(scene.walls):
         try:
-            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else scene.contacts.kpp)
+            kpp = scene.contacts.kpp if scene.contacts is not None else None
+            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material)
         except ValueError as exc:
             errors.append((f"walls[{k}]", str(exc)))
             continue

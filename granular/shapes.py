@@ -34,14 +34,16 @@ def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), norma
 
 def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0),
               velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
-              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, bonded=True):  # fmt: skip
+              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, bonded=True,
+              material=None):  # fmt: skip
     """The particle-binder torus of paper 003, Sect. 4.1: a closed chain of ``n_p`` spheres
     of diameter ``D_p = D_t sin(π/n_p)`` (neighbours touch) on a ring of diameter
     ``D_t = ring_diameter``, each bonded to its two neighbours (unless ``bonded`` is
     false). Returns ``(particle_ids, bond_ids, D_p)``."""
     x = ring_positions(n_p, ring_diameter, center, normal)
     d_p = ring_diameter * math.sin(math.pi / n_p)
-    ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p)
+    ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p,
+                                material=material)  # fmt: skip
     bonds = np.zeros(0, dtype=np.int64)
     if bonded:
         pairs = np.stack([ids, np.roll(ids, -1)], axis=1)
@@ -120,7 +122,7 @@ def torus_centers(count, box, clearance, rng, max_attempts=1000) -> np.ndarray:
 
 def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0),
              mass=1.0, inertia=1.0, ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf,
-             bonded=True):  # fmt: skip
+             bonded=True, material=None):  # fmt: skip
     """``count`` tori of paper 003 at random non-overlapping positions in ``box`` and random
     orientations (uniform ring normals). Returns the particle ids."""
     rng = np.random.default_rng(seed)
@@ -131,6 +133,6 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     for c, nrm in zip(centers, normals):
         i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, omega=omega, mass=mass,
                             inertia=inertia, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max,
-                            bonded=bonded)  # fmt: skip
+                            bonded=bonded, material=material)  # fmt: skip
         ids.append(i)
     return np.concatenate(ids)
