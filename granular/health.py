@@ -43,7 +43,13 @@ class HealthError(IntegrationError):
 
 
 def _energy(row) -> float:
-    return float(row["total"]) + float(row.get("U_released", 0.0))
+    """``total`` plus what left the system's energies: the energy broken bonds released
+    and what the dissipative contacts dissipated (when the row has those columns)."""
+    out = float(row["total"]) + float(row.get("U_released", 0.0))
+    for key, value in row.items():
+        if key.startswith("dissipated_"):
+            out += float(value)
+    return out
 
 
 def _magnitude(row, gravity0) -> float:
@@ -87,6 +93,7 @@ class HealthCheck:
         scale = max(self.scale, _magnitude(row, self.gravity0))
         if not (abs(change) <= self.tolerance * scale):  # NaN fails too
             released = " + U_released" if "U_released" in row else ""
+            released += " + dissipated" if "dissipated_normal" in row else ""
             return (f"the total energy{released} is {E:.6g}; it started at {self.energy0:.6g}. The change, "
                     f"{abs(change):.3g}, is more than {self.tolerance:g} (run.energy_tolerance) times the energy "
                     f"scale {scale:.6g} (the largest energy magnitude so far, this state's included)")  # fmt: skip
@@ -107,21 +114,35 @@ class HealthCheck:
 
 
 class Snapshot:
-    """A copy of the state arrays ``names`` on the state's backend, with the clock."""
+    """A copy of the state arrays ``names`` on the state's backend, with the clock; with
+    a ``model`` of the dissipative law also its neighbour list and contact springs (on
+    the device: :meth:`granular.neighbors.NeighborList.snapshot`)."""
 
-    def __init__(self, state, names):
+    def __init__(self, state, names, model=None):
         self.names = tuple(names)
+        self.model = model if model is not None and getattr(model, "law", None) is not None else None
         self.arrays = {k: getattr(state, k).copy() for k in self.names}
+        self.springs = None
+        self._take_springs(state)
         self.time, self.step, self.forces_valid, self.clock = state.time, state.step, state.forces_valid, state.clock
+
+    def _take_springs(self, state) -> None:
+        if self.model is not None:
+            self.model.bind_springs(state)
+            self.springs = self.model.force("contacts").neighbors.snapshot(self.springs)
 
     def take(self, state) -> None:
         for k in self.names:
             self.arrays[k][...] = getattr(state, k)
+        self._take_springs(state)
         self.time, self.step, self.forces_valid, self.clock = state.time, state.step, state.forces_valid, state.clock
 
     def restore(self, state) -> None:
         for k in self.names:
             getattr(state, k)[...] = self.arrays[k]
+        if self.model is not None:
+            self.model.bind_springs(state)
+            self.model.force("contacts").neighbors.restore_snapshot(self.springs)
         state.time, state.step, state.forces_valid, state.clock = self.time, self.step, self.forces_valid, self.clock
         state._engine = None  # the step loop's displacement budget belonged to the later state
 

@@ -182,6 +182,27 @@ class NeighborList:
         p = np.stack([rows, cols], axis=1)
         return np.unique(np.sort(p[p[:, 0] != p[:, 1]], axis=1), axis=0)
 
+    def snapshot(self, into=None) -> dict:
+        """Device copies of the list and its springs (``nbr``, ``count``, ``x_ref``,
+        ``hist``, and whether the list is valid), reusing ``into`` when the shapes match."""
+        arrays = {"nbr": self.nbr, "count": self.count, "x_ref": self.x_ref, "hist": self.hist}
+        if into is None or any(into[k].shape != a.shape for k, a in arrays.items()):
+            into = {k: a.copy() for k, a in arrays.items()}
+        else:
+            for k, a in arrays.items():
+                into[k][...] = a
+        into["valid"] = self.valid
+        return into
+
+    def restore_snapshot(self, snap) -> None:
+        """Put a :meth:`snapshot` back (the arrays are reallocated if a regrow changed them)."""
+        if snap["nbr"].shape != self.nbr.shape:
+            self._allocate(snap["nbr"].shape[1], self.depth)
+        for k in ("nbr", "count", "x_ref", "hist"):
+            getattr(self, k)[...] = snap[k]
+        self.valid = snap["valid"]
+        self.version += 1
+
     def springs(self):
         """Host arrays ``(pairs (P, 2) int64, springs (P, 8))`` of every listed pair
         ``i < j`` whose springs are not all zero (each pair once, from row ``i``): the

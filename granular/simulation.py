@@ -173,12 +173,43 @@ def frame_data(model, state):
         "d3": R[:, :, 2],
         "kinetic_energy": 0.5 * m * (v * v).sum(axis=1) + 0.5 * J * (w * w).sum(axis=1),
     }
+    if model.law is not None:
+        point.update(contact_data(model, state))
     lines, cell = None, None
     if model.n_bonds:
         meas = model.bonds.measures(model, state)
         lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
         cell = {"strain": meas[:, 3], "angle": meas[:, 4], "broken": np.array(be.to_host(state.broken), dtype=np.int8)}
     return x, point, lines, cell
+
+
+def contact_data(model, state) -> dict:
+    """Per-particle point data of the dissipative law: ``contacts`` (touching partners
+    and walls), ``contact_force`` and ``contact_moment`` (the sum of the contact and wall
+    forces and spatial moments on the particle, the springs as they stand, the damping
+    at the current velocities), and ``dissipated`` (the energy its contacts dissipated so
+    far, its share)."""
+    from types import SimpleNamespace
+
+    from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
+
+    be, xp = model.backend, model.backend.xp
+    rows = be.to_host(model.diagnostics_rows(state))
+    count = np.array(rows[:, DIAG["contacts"]], dtype=np.int32)
+    cfg = SimpleNamespace(x=state.x, v=state.v, q=state.q, omega=state.omega, F=xp.zeros_like(state.F),
+                          RM=xp.zeros_like(state.RM), broken=state.broken, released=state.released,
+                          wall_springs=state.wall_springs, dissipated=state.dissipated)  # fmt: skip
+    model.accumulate_family(FAMILY_CONTACTS, cfg)
+    if model.force("walls") is not None:
+        model.accumulate_family(FAMILY_WALLS, cfg)
+    return {"contacts": count, "contact_force": np.array(be.to_host(cfg.F)),
+            "contact_moment": np.array(be.to_host(cfg.RM)),
+            "dissipated": np.array(be.to_host(state.dissipated).sum(axis=1))}  # fmt: skip
+
+
+#: Columns of ``series.csv`` with the dissipative law: the energy dissipated so far by
+#: each mechanism (``total`` plus their sum is what the scheme conserves).
+DISSIPATED = ("dissipated_normal", "dissipated_friction", "dissipated_rolling", "dissipated_twisting")
 
 
 def series_row(model, state) -> dict:
@@ -197,6 +228,10 @@ def series_row(model, state) -> dict:
     row["broken_bonds"] = totals["broken_bonds"]
     if model.bonds is not None and model.bonds.can_break:
         row["U_released"] = totals["U_released"]
+    if model.law is not None:
+        for k in DISSIPATED:
+            row[k] = totals[k]
+        row["contacts"] = totals["contacts"]
     if model.force("pendulum") is not None:
         dot, norm = diag.pendulum_invariants(model, state)
         for k in range(min(len(dot), SMALL_SYSTEM)):
@@ -212,13 +247,18 @@ def series_row(model, state) -> dict:
     return row
 
 
-STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released")
+STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated")
 
 
 def state_arrays(model, state) -> dict:
-    """Host copies of every state array and the clock (for a checkpoint)."""
+    """Host copies of every state array and the clock (for a checkpoint); with the
+    dissipative law also the contact springs by pair (``contact_pairs`` (P, 2),
+    ``contact_springs`` (P, 8)), which do not depend on the neighbour list's layout."""
     be = model.backend
     out = {k: be.to_host(getattr(state, k)).copy() for k in STATE_ARRAYS}
+    if model.law is not None:
+        model.bind_springs(state)
+        out["contact_pairs"], out["contact_springs"] = model.force("contacts").neighbors.springs()
     c = state.clock
     origin = (state.time, state.step, 0.0) if c is None else c[:3]
     out["clock"] = np.array([state.time, origin[0], origin[2]], dtype=np.float64)
@@ -231,7 +271,9 @@ def restore_state(model, state, arrays) -> None:
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
-        if k not in arrays and k == "released":  # checkpoints from before released energy was kept
+        if k not in arrays and k in ("released", "wall_springs", "dissipated"):  # older checkpoints
+            if target.size and k != "released":
+                raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
             target[...] = 0
             continue
         if arrays[k].shape != target.shape or arrays[k].dtype != target.dtype:
@@ -244,6 +286,10 @@ def restore_state(model, state, arrays) -> None:
     contacts = model.force("contacts")
     if contacts is not None and contacts.neighbors is not None:
         contacts.neighbors.invalidate()
+    if model.law is not None:  # the springs go back into the list when the state is next bound
+        state._springs = (np.asarray(arrays.get("contact_pairs", np.zeros((0, 2))), dtype=np.int64),
+                          np.asarray(arrays.get("contact_springs", np.zeros((0, 8))), dtype=np.float64))  # fmt: skip
+        contacts.neighbors.owner = None
     clock, counters = arrays["clock"], arrays["counters"]
     state.time = float(clock[0])
     state.step = int(counters[0])
@@ -358,7 +404,7 @@ class Simulation:
         self.integrator.prepare(model, state)
         row = series_row(model, state)
         health = HealthCheck(model, dt, row, self.energy_tolerance, start=health_start)
-        snapshot = Snapshot(state, STATE_ARRAYS)
+        snapshot = Snapshot(state, STATE_ARRAYS, model)
         if resumed:
             frames = FrameQueue(FrameWriter.resume(self.out_dir, after_time=state.time))
             series = SeriesWriter.resume(os.path.join(self.out_dir, "series.csv"), after_time=state.time)

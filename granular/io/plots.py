@@ -3,9 +3,10 @@ canvas (no pyplot, no global backend switch, no display needed).
 
 Three figures, each only if it has columns to show:
 
-* ``plots/energies.png``: every ``kinetic_*`` and ``U_*`` column and ``total`` against
-  ``time``; a second panel shows the relative drift ``(total - total[0]) / |total[0]|``
-  when ``total`` is present and ``total[0] != 0``;
+* ``plots/energies.png``: every ``kinetic_*``, ``U_*`` and ``dissipated_*`` column and
+  ``total`` against ``time`` (with dissipative contacts also ``total + dissipated``, the
+  conserved sum); a second panel shows the relative drift of the conserved sum
+  (``total``, or ``total + dissipated``) when it is present and not 0 at the start;
 * ``plots/momenta.png``: ``P_x, P_y, P_z`` (top) and ``L_x, L_y, L_z`` (bottom), those present;
 * ``plots/invariants.png``: every other numeric column (e.g. ``broken_bonds``, scheme
   invariants), one panel each.
@@ -23,7 +24,7 @@ MOMENTA = ("P_x", "P_y", "P_z", "L_x", "L_y", "L_z")
 
 
 def _is_energy(name: str) -> bool:
-    return name.startswith(("kinetic_", "U_")) or name == "total"
+    return name.startswith(("kinetic_", "U_", "dissipated_")) or name in ("total", "total + dissipated")
 
 
 def _save(fig, path: str) -> str:
@@ -66,6 +67,9 @@ def plot_series(series: dict, out_dir: str) -> list[str]:
         if a.shape != t.shape:
             raise ValueError(f"series[{name!r}]: expected shape {t.shape} like 'time', got {a.shape}")
         cols[name] = a.astype(np.float64)
+    dissipated = [c for c in cols if c.startswith("dissipated_")]
+    if dissipated and "total" in cols:  # what the scheme conserves with dissipative contacts
+        cols["total + dissipated"] = cols["total"] + sum(cols[c] for c in dissipated) + cols.get("U_released", 0.0)
     energies = [c for c in cols if _is_energy(c)]
     momenta = [c for c in MOMENTA if c in cols]
     others = [c for c in cols if c not in energies and c not in momenta]
@@ -75,16 +79,18 @@ def plot_series(series: dict, out_dir: str) -> list[str]:
     written = []
 
     if energies:
-        e0 = cols["total"][0] if "total" in cols and len(t) else 0.0
-        drift = "total" in cols and np.isfinite(e0) and e0 != 0.0
+        conserved = "total + dissipated" if "total + dissipated" in cols else "total"
+        e0 = cols[conserved][0] if conserved in cols and len(t) else 0.0
+        drift = conserved in cols and np.isfinite(e0) and e0 != 0.0
         fig, axes = _figure(2 if drift else 1, "energies")
         for c in energies:
-            axes[0].plot(t, cols[c], label=c, lw=2.0 if c == "total" else 1.2)
+            axes[0].plot(t, cols[c], label=c, lw=2.0 if c in ("total", "total + dissipated") else 1.2,
+                         ls="--" if c.startswith("dissipated_") else "-")  # fmt: skip
         axes[0].set_ylabel("energy")
         axes[0].legend(fontsize="small", ncols=min(4, len(energies)))
         if drift:
-            axes[1].plot(t, (cols["total"] - e0) / abs(e0), color="k", lw=1.0)
-            axes[1].set_ylabel("(total - total₀) / |total₀|")
+            axes[1].plot(t, (cols[conserved] - e0) / abs(e0), color="k", lw=1.0)
+            axes[1].set_ylabel(f"({conserved} - ₀) / |₀|" if conserved != "total" else "(total - total₀) / |total₀|")
         written.append(_save(fig, os.path.join(plot_dir, "energies.png")))
 
     if momenta:
