@@ -38,6 +38,18 @@ Terms, with the energies of :mod:`granular.forces` (linearised where stated):
     not a vibration: the closed-form domain of the RRP map needs ``h|Ω| < 1`` for (23)
     (``< 2`` for (25), (27)) at the initial spin (the integrators' ``rotation_measure``).
 
+``dissipative contact`` (materials, ``docs/contacts.md``)
+    at the overlap ``δ`` of the collision energy ``(8/15) E* sqrt(R*) δ^{5/2} = ½ m* v²``
+    (at least :data:`LAW_OVERLAP` of the radius, or the initial overlap): normal
+    stiffness ``K_n = 2 E* a``, tangential ``k_t = 8 G* a`` (``a = sqrt(R* δ)``), acting on
+    the translation and, through the lever, the rolling and the twisting springs, on the
+    rotation: ``T ≤ Σ 2 max(K_n, k_t)``, ``R ≤ Σ 2 k_t (l² + R*² + a²/2)``, and a factor 2
+    for the coupling of translation and rotation. Damping lowers the limit of the
+    explicit maps to ``h ω < 2 (sqrt(1 + ζ²) - ζ)``, with ``ζ = α/2`` (the tangential
+    damping ratio ``η_t / 2 sqrt(m* k_t)``; the normal one is ``α / 2 sqrt(1.5)``).
+    Contacts counted: those touching at the start, else one collision with the smallest
+    partner, and one wall.
+
 Gravity adds no stiffness. The overlap ``δ`` is stated, not known: the largest of
 :data:`CONTACT_OVERLAP`, the largest overlap at the start, and the overlap a head-on
 collision reaches at the scene's speed (twice the largest initial speed for pairs, plus
@@ -64,10 +76,13 @@ CONTACT_OVERLAP = 0.05
 SHEAR_ANGLE = 0.25
 #: Pairs closer than ``ρ (1 + TOUCH_TOLERANCE)`` at the start count as touching.
 TOUCH_TOLERANCE = 1e-6
+#: Smallest overlap, relative to ``R*``, at which the dissipative law's stiffness is taken.
+LAW_OVERLAP = 1e-3
 #: Particles handled at a time (bounds the estimate's memory).
 CHUNK = 1 << 18
 
 FAMILIES = ("bond axial", "bond shear", "bond bending", "particle-particle contact", "wall contact", "pendulum")
+LAW = "dissipative contact"
 ROTATION = "rotation increment"
 #: ``h|Ω| < 1/scale``: the RRP map's closed-form domain (:meth:`ExplicitIntegrator.rotation_measure`).
 _ROTATION_SCALE = {"exact": 1.0, "verlet": 0.5, "campello": 0.5}
@@ -91,7 +106,9 @@ class StepEstimate:
         if self.mode is None:
             return "no stiffness limits the step (no bonds, contacts, walls or pendula, no spin)"
         what = self.mode
-        if self.mode == "particle-particle contact":
+        if self.mode == LAW:
+            what += f" (Hertz-Mindlin with damping ζ = {self.assumed['damping_ratio']:.3g})"
+        elif self.mode == "particle-particle contact":
             what += f" (Hertz, at {100 * self.assumed['overlap_pp']:.3g} % overlap)"
         elif self.mode == "wall contact":
             what += f" (Hertz, at {100 * self.assumed['overlap_wall']:.3g} % overlap)"
@@ -237,6 +254,63 @@ def _contributions(blk, c, m, J, r, wall_n, wall_k, overlap_wall) -> dict:
     return out
 
 
+def _law_limit(model, x, r, m, J, speed, assumed):
+    """``(h, particle)``: the dissipative law's limit (module docstring), or ``(inf, None)``."""
+    law = model.law
+    n = len(x)
+    nm = len(law.materials)
+    mat = law.mat_host
+    pair = law.pair_host
+    from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
+
+    def stiff(rows, rstar, mstar, initial):
+        e_s, g_s = pair[rows, PAIR_ESTAR], pair[rows, PAIR_GSTAR]
+        delta = (15.0 * mstar * speed * speed / (16.0 * e_s * np.sqrt(rstar))) ** 0.4
+        delta = np.maximum(np.maximum(delta, LAW_OVERLAP * rstar), initial)
+        a = np.sqrt(rstar * delta)
+        return 2.0 * e_s * a, 8.0 * g_s * a, a, delta
+
+    T = np.zeros(n)
+    R = np.zeros(n)
+    pairs = _pairs_touching(x, r, None)
+    touched = np.zeros(n, dtype=bool)
+    if len(pairs):
+        i, j = pairs[:, 0], pairs[:, 1]
+        d = np.linalg.norm(x[i] - x[j], axis=1)
+        rstar = r[i] * r[j] / (r[i] + r[j])
+        kn, kt, a, delta = stiff(mat[i] * nm + mat[j], rstar, m[i] * m[j] / (m[i] + m[j]), r[i] + r[j] - d)
+        for p, q in ((i, j), (j, i)):
+            lever = r[p] - 0.5 * delta
+            np.add.at(T, p, 2.0 * np.maximum(kn, kt))
+            np.add.at(R, p, 2.0 * kt * (lever**2 + rstar**2 + 0.5 * a * a))
+            touched[p] = True
+    lonely = np.flatnonzero(~touched)
+    if len(lonely):  # one collision with the smallest partner of the same material
+        rmin = r.min()
+        rstar = r[lonely] * rmin / (r[lonely] + rmin)
+        kn, kt, a, delta = stiff(mat[lonely] * nm + mat[lonely], rstar, 0.5 * m[lonely], 0.0)
+        T[lonely] += 2.0 * np.maximum(kn, kt)
+        R[lonely] += 2.0 * kt * (r[lonely] ** 2 + rstar**2 + 0.5 * a * a)
+    walls = model.force("walls")
+    if walls is not None and walls.count:
+        best_t, best_r = np.zeros(n), np.zeros(n)
+        for w in range(walls.count):
+            nw, c = walls.planes_host[w, :3], walls.planes_host[w, 3]
+            initial = np.maximum(r - (x @ nw - c), 0.0)
+            kn, kt, a, delta = stiff(mat * nm + law.wall_mat_host[w], r, m, initial)
+            best_t = np.maximum(best_t, np.maximum(kn, kt))
+            best_r = np.maximum(best_r, kt * ((r - delta) ** 2 + r * r + 0.5 * a * a))
+        T += best_t
+        R += best_r
+    w2 = 2.0 * np.maximum(T / m, R / J)
+    k = int(np.argmax(w2))
+    zeta = 0.5 * float(pair[:, PAIR_ALPHA].max())
+    assumed["damping_ratio"] = zeta
+    if w2[k] <= 0:
+        return math.inf, None
+    return 2.0 / math.sqrt(w2[k]) * (math.sqrt(1.0 + zeta * zeta) - zeta), k
+
+
 def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     """Estimate the largest stable step of ``model`` from ``state`` (default: the model's
     initial state) for the explicit map ``scheme``; see the module docstring. Reads the
@@ -362,6 +436,11 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
             alone[f] = max(alone[f], float(np.max(a2)))
 
     modes = {f: 2.0 / math.sqrt(w2) for f, w2 in alone.items() if w2 > 0}
+    h_law, law_particle = math.inf, None
+    if getattr(model, "law", None) is not None:
+        h_law, law_particle = _law_limit(model, x, r, m, J, speed, assumed)
+        if math.isfinite(h_law):
+            modes[LAW] = h_law
     spin = float(np.sqrt((w * w).sum(axis=1)).max()) if n else 0.0
     h_rot = 1.0 / (_ROTATION_SCALE.get(scheme, 1.0) * spin) if spin > 0 else math.inf
     if math.isfinite(h_rot):
@@ -369,9 +448,11 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     h_vib = 2.0 / math.sqrt(best[0]) if best[0] > 0 else math.inf
     if not modes:
         return StepEstimate(math.inf, None, modes=modes, assumed=assumed)
-    if h_rot < h_vib:
+    if h_rot < min(h_vib, h_law):
         crit = int(np.argmax((w * w).sum(axis=1)))
         return StepEstimate(h_rot, ROTATION, crit, [], modes, assumed)
+    if h_law < h_vib:
+        return StepEstimate(h_law, LAW, law_particle, [], modes, assumed)
     ranked = sorted(((s, f) for f, s in shares.items() if s > 0), reverse=True)
     if not ranked:  # no single family decides (e.g. two equal walls): the stiffest alone
         ranked = [(1.0, max(alone, key=alone.get))]
