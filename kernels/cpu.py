@@ -142,9 +142,9 @@ def _keep_range(lo, hi, contacts):
 @_kernel
 def _velocities_range(lo, hi, dyn):
     for i in range(lo, hi):
-        for c in range(3):
-            dyn.vp[i, c] = dyn.v[i, c]
-            dyn.wp[i, c] = dyn.omega[i, c]
+        for c in range(dyn.vp.shape[1]):
+            dyn.vp[i, c] = dyn.v[i, c % 3]
+            dyn.wp[i, c] = dyn.omega[i, c % 3]
 
 
 @_kernel

@@ -198,9 +198,9 @@ def _keep_kernel(contacts):
 def _velocities_kernel(dyn):
     i = cuda.grid(1)
     if i < dyn.vp.shape[0]:
-        for c in range(3):
-            dyn.vp[i, c] = dyn.v[i, c]
-            dyn.wp[i, c] = dyn.omega[i, c]
+        for c in range(dyn.vp.shape[1]):
+            dyn.vp[i, c] = dyn.v[i, c % 3]
+            dyn.wp[i, c] = dyn.omega[i, c % 3]
 
 
 @cuda.jit

@@ -267,10 +267,13 @@ def build(jit, base):
     @jit
     def body_values(k, dyn, par, contacts):
         """What the dissipative law reads of particle ``k``: position, radius, mass, the
-        velocities ``vp``, ``wp`` the force pass sees."""
+        velocities ``vp``, ``wp`` the force pass sees (the dashpots', then the drift
+        velocity: columns 3-5 in a step, the same columns 0-2 outside one)."""
         x, vp, wp = dyn.x, dyn.vp, dyn.wp
+        d = 3 if vp.shape[1] > 3 else 0
         return (x[k, 0], x[k, 1], x[k, 2], par.radius[k], par.mass[k],
-                vp[k, 0], vp[k, 1], vp[k, 2], wp[k, 0], wp[k, 1], wp[k, 2])  # fmt: skip
+                vp[k, 0], vp[k, 1], vp[k, 2], wp[k, 0], wp[k, 1], wp[k, 2],
+                vp[k, d], vp[k, d + 1], vp[k, d + 2], wp[k, d], wp[k, d + 1], wp[k, d + 2])  # fmt: skip
 
     @jit
     def granular_pair(T, lo, hi, mlo, mhi, s, contacts, h):
@@ -295,9 +298,10 @@ def build(jit, base):
         geometry = (d1 / dist, d2 / dist, d3 / dist, delta, lo[3] - half, hi[3] - half, lo[3] * hi[3] / reach,
                     lo[4] * hi[4] / (lo[4] + hi[4]))  # fmt: skip
         velocities = (lo[5] - hi[5], lo[6] - hi[6], lo[7] - hi[7], lo[8], lo[9], lo[10], hi[8], hi[9], hi[10])
+        drift = (lo[11] - hi[11], lo[12] - hi[12], lo[13] - hi[13], lo[14], lo[15], lo[16], hi[14], hi[15], hi[16])
         params = (par[row, PAIR_ESTAR], par[row, PAIR_GSTAR], par[row, PAIR_ALPHA], par[row, PAIR_MU],
                   par[row, PAIR_MU_ROLL], par[row, PAIR_MU_TWIST])  # fmt: skip
-        return True, granular_contact(T, geometry, velocities, params, s, h)
+        return True, granular_contact(T, geometry, velocities, drift, params, s, h)
 
     @jit
     def granular_sum(i, update, h, dyn, par, bonds, contacts):
@@ -407,7 +411,8 @@ def build(jit, base):
             springs = (whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
                        whist[i, w, 6], whist[i, w, 7])  # fmt: skip
             r = granular_contact(T, (n1, n2, n3, delta, dist, z, me[3], me[4]),
-                                 (me[5], me[6], me[7], me[8], me[9], me[10], z, z, z), params, springs, h)
+                                 (me[5], me[6], me[7], me[8], me[9], me[10], z, z, z),
+                                 (me[11], me[12], me[13], me[14], me[15], me[16], z, z, z), params, springs, h)
             f1, c1 = cadd(f1, c1, r[0])
             f2, c2 = cadd(f2, c2, r[1])
             f3, c3 = cadd(f3, c3, r[2])

@@ -253,12 +253,14 @@ VELOCITY_HALF = 0  # v_{k+1/2}, the half-kicked velocity of the drift
 VELOCITY_PREDICTED = 1  # v_{k+1/2} + h F_k / 2m, a prediction of v_{k+1}
 
 
-def granular_contact(T, geometry, velocities, params, springs, h):
+def granular_contact(T, geometry, velocities, drift, params, springs, h):
     """Dissipative contact of body ``a`` with body ``b`` (a particle or a wall), in the
     canonical orientation. Arguments come as tuples (a call of more than 30 arguments is
     compiled by Python as ``f(*args)``, which Numba cannot inline):
     ``geometry = (n1, n2, n3, delta, la, lb, R*, m*)``, ``velocities = (dv, w_a, w_b)``
-    (9 numbers), ``params = (E*, G*, α, μ, μ_r, μ_t)``, ``springs = (ξ, ψ, φ, δ_old)``
+    (9 numbers: the velocities the dashpots see, ``docs/contacts.md``), ``drift`` the same
+    for the velocities of the step's drift (``v_{k+1/2}``: they stretch the springs by the
+    step's actual relative displacement), ``params = (E*, G*, α, μ, μ_r, μ_t)``, ``springs = (ξ, ψ, φ, δ_old)``
     (8 numbers): ``n`` the unit normal from ``b`` to ``a``, ``delta > 0`` the
     overlap, ``la``, ``lb`` the distances from the centres to the contact point
     (``la + lb`` = centre distance), ``R*``, ``m*`` the effective radius and mass,
@@ -268,7 +270,7 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     * normal, Hertz with Tsuji damping: ``F_n = max(0, k_n δ^{3/2} - α sqrt(m* k_n) δ^{1/4} v_n)``,
       ``k_n = (4/3) E* sqrt(R*)``; the restitution depends on ``α`` only, not on the speed;
     * tangential, Mindlin no-slip spring with damping and the Coulomb limit: spring ``ξ``
-      turned into the tangent plane (its length kept), ``ξ += h v_t``;
+      turned into the tangent plane (its length kept), ``ξ += h v_t`` (``v_t`` of ``drift``);
       ``F_t = -k_t ξ - η_t v_t``, ``k_t = 8 G* a``, ``a = sqrt(R* δ)``,
       ``η_t = α sqrt(m* k_t)``; when ``|F_t| > μ F_n`` it slides: ``F_t`` is scaled onto
       ``μ F_n`` and the spring reset to ``ξ = -(F_t + η_t v_t)/k_t``;
@@ -288,6 +290,7 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     """
     n1, n2, n3, delta, la, lb, rstar, mstar = geometry
     dv1, dv2, dv3, wa1, wa2, wa3, wb1, wb2, wb3 = velocities
+    ev1, ev2, ev3, ea1, ea2, ea3, eb1, eb2, eb3 = drift
     estar, gstar, alpha, mu, mu_roll, mu_twist = params
     s1, s2, s3, r1, r2, r3, tw, delta_old = springs
     root = math.sqrt(delta)
@@ -301,6 +304,11 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     c2 = dv2 - la * (wa3 * n1 - wa1 * n3) - lb * (wb3 * n1 - wb1 * n3)
     c3 = dv3 - la * (wa1 * n2 - wa2 * n1) - lb * (wb1 * n2 - wb2 * n1)
     vn = c1 * n1 + c2 * n2 + c3 * n3
+    # the same with the drift velocities (the springs' stretch in the step)
+    e1 = ev1 - la * (ea2 * n3 - ea3 * n2) - lb * (eb2 * n3 - eb3 * n2)
+    e2 = ev2 - la * (ea3 * n1 - ea1 * n3) - lb * (eb3 * n1 - eb1 * n3)
+    e3 = ev3 - la * (ea1 * n2 - ea2 * n1) - lb * (eb1 * n2 - eb2 * n1)
+    en = e1 * n1 + e2 * n2 + e3 * n3
     fn = fel - alpha * math.sqrt(mstar * kn * root) * vn
     if fn < T(0.0):  # no pull: a damped contact releases instead of holding on
         fn = T(0.0)
@@ -320,9 +328,9 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     p3 = s3 - sn * n3
     pp = p1 * p1 + p2 * p2 + p3 * p3
     c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-    s1 = c * p1 + h * vt1
-    s2 = c * p2 + h * vt2
-    s3 = c * p3 + h * vt3
+    s1 = c * p1 + h * (e1 - en * n1)
+    s2 = c * p2 + h * (e2 - en * n2)
+    s3 = c * p3 + h * (e3 - en * n3)
     ft1 = -kt * s1 - eta * vt1
     ft2 = -kt * s2 - eta * vt2
     ft3 = -kt * s3 - eta * vt3
@@ -343,6 +351,9 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     o1 = wa1 - wb1
     o2 = wa2 - wb2
     o3 = wa3 - wb3
+    g1 = ea1 - eb1
+    g2 = ea2 - eb2
+    g3 = ea3 - eb3
     vr1 = rstar * (o2 * n3 - o3 * n2)
     vr2 = rstar * (o3 * n1 - o1 * n3)
     vr3 = rstar * (o1 * n2 - o2 * n1)
@@ -354,9 +365,9 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     p3 = r3 - sn * n3
     pp = p1 * p1 + p2 * p2 + p3 * p3
     c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-    r1 = c * p1 + h * vr1
-    r2 = c * p2 + h * vr2
-    r3 = c * p3 + h * vr3
+    r1 = c * p1 + h * rstar * (g2 * n3 - g3 * n2)
+    r2 = c * p2 + h * rstar * (g3 * n1 - g1 * n3)
+    r3 = c * p3 + h * rstar * (g1 * n2 - g2 * n1)
     fr1 = -kt * r1 - eta * vr1
     fr2 = -kt * r2 - eta * vr2
     fr3 = -kt * r3 - eta * vr3
@@ -378,7 +389,7 @@ def granular_contact(T, geometry, velocities, params, springs, h):
     ktw = T(0.5) * kt * a * a
     etw = T(0.5) * eta * a * a
     u_old = T(0.25) * kt_old * rstar * delta_old * tw * tw
-    tw = tw + h * wn
+    tw = tw + h * (g1 * n1 + g2 * n2 + g3 * n3)
     mt = -ktw * tw - etw * wn
     limit = mu_twist * a * fn
     if abs(mt) > limit:

@@ -13,8 +13,10 @@ precision. Units are consistent units of length, time and mass.
     spatial moment at the current configuration; ``broken`` (B,) int8, 1 once a bond
     broke; ``released`` (B,) the energy each broken bond had when it broke [energy].
     With the dissipative contact law (``Contacts.law``), else one-row placeholders:
-    ``vp``, ``wp`` (N, 3) the velocities the dissipative forces see (written by the
-    advance pass, read by the force pass; see ``docs/contacts.md``); ``hist`` (N,
+    ``vp``, ``wp`` (N, 6) the velocities the dissipative forces see (written by the
+    advance pass, read by the force pass; columns 0-2 the dashpots', 3-5 the drift
+    velocity that stretches the springs; (N, 3) outside a step: both are ``v``; see
+    ``docs/contacts.md``); ``hist`` (N,
     capacity, 8) the contact springs, parallel to the neighbour rows (both ends of a pair
     hold identical copies); ``whist`` (N, W, 8) the springs of the wall contacts;
     ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal

@@ -49,9 +49,10 @@ def build(jit):
         with a neighbour list, a move of more than skin/2 since its last build.
 
         With the dissipative contact law it also writes the velocities the force pass
-        gives the velocity-dependent forces (``vp``, ``wp``): the half-kicked ``v_{k+1/2}``
-        or the prediction ``v_{k+1/2} + h F_k/2m`` of ``v_{k+1}`` (``contacts.vel``); for
-        map (27) the kicked ``v_{k+1}`` itself.
+        gives the velocity-dependent forces (``vp``, ``wp``): in columns 0-2 for the
+        dashpots the half-kicked ``v_{k+1/2}`` or the prediction ``v_{k+1/2} + h F_k/2m``
+        of ``v_{k+1}`` (``contacts.vel``), for map (27) the kicked ``v_{k+1}`` itself; in
+        columns 3-5 the drift velocity, which stretches the springs.
         """
         T = dyn.x.dtype.type
         x, v, q, om = dyn.x, dyn.v, dyn.q, dyn.omega
@@ -86,6 +87,12 @@ def build(jit):
             dyn.wp[i, 0] = wx + b * dyn.RM[i, 0]
             dyn.wp[i, 1] = wy + b * dyn.RM[i, 1]
             dyn.wp[i, 2] = wz + b * dyn.RM[i, 2]
+            dyn.vp[i, 3] = vx
+            dyn.vp[i, 4] = vy
+            dyn.vp[i, 5] = vz
+            dyn.wp[i, 3] = wx
+            dyn.wp[i, 4] = wy
+            dyn.wp[i, 5] = wz
         d1, d2, d3, rho = rrp_increment(T, scheme, h, wx, wy, wz)
         bits = 0
         if rho >= T(1.0):

@@ -40,8 +40,10 @@ class ContactLaw:
     :class:`~granular.forces.materials.Material`), ``names``, ``mat`` (N,) int32 each
     particle's material, ``wall_mat`` (W,) int32 each wall's, ``pair`` (M*M, 6) the mixed
     pair parameters; ``velocity``: ``"predicted"`` (default, ``v_{k+1/2} + h F_k/2m``)
-    or ``"half"`` (``v_{k+1/2}``), see ``docs/contacts.md``. ``vp``, ``wp`` (N, 3): the
-    velocities the force pass reads (written by the advance pass)."""
+    or ``"half"`` (``v_{k+1/2}``), see ``docs/contacts.md``. ``vp``, ``wp`` (N, 6): the
+    velocities the force pass reads, written by the advance pass: columns 0-2 those the
+    dashpots see, 3-5 the drift velocity ``v_{k+1/2}`` that stretches the springs (the
+    force pass kicks ``v`` in place, so it cannot read another particle's ``v``)."""
 
     def __init__(self, backend, materials, names, mat, wall_mat, velocity="predicted", dtype=np.float64):
         if velocity not in VELOCITIES:
@@ -57,8 +59,8 @@ class ContactLaw:
         self.wall_mat = xp.asarray(self.wall_mat_host)
         self.pair = xp.asarray(self.pair_host, dtype=dtype)
         n = len(self.mat_host)
-        self.vp = xp.zeros((n, 3), dtype=dtype)
-        self.wp = xp.zeros((n, 3), dtype=dtype)
+        self.vp = xp.zeros((n, 6), dtype=dtype)
+        self.wp = xp.zeros((n, 6), dtype=dtype)
 
     def args(self) -> dict:
         dev = self.backend.kernels.to_device
