@@ -443,3 +443,29 @@ def test_series_and_frames_carry_the_dissipation(tmp_path):
     _, point, _, _ = frame_data(model, s)
     assert point["contacts"].shape == (2,) and point["contacts"].max() >= 1
     assert point["contact_force"].shape == (2, 3) and np.abs(point["contact_force"]).max() > 0
+
+
+# ------------------------------------------------------------------ the study
+
+
+def test_validate_contacts_quick_cli(tmp_path, capsys):
+    import json
+
+    from granular.cli import main
+
+    rc = main(["validate", "contacts", "--quick", "--json", "--out", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    failed = [c["name"] for c in report["checks"] if not c["passed"]]
+    assert rc == 0 and report["passed"], failed
+    names = " ".join(c["name"] for c in report["checks"])
+    for key in ("contact time / Hertz", "peak force / Hertz", "damped impact", "gross sliding", "all angles",
+                "mu F_n", "incline", "linear momentum", "angular momentum", "total + dissipated"):  # fmt: skip
+        assert key in names, key
+    assert (tmp_path / "contacts.json").is_file() and (tmp_path / "contacts.png").stat().st_size > 20_000
+
+
+@pytest.mark.long
+def test_full_contacts_study_passes():
+    report = study.run(quick=False)
+    assert report.passed, report.text()
+    assert report.data["order_predicted"]["spin"][0]["order"] > 1.5

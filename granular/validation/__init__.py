@@ -13,6 +13,7 @@ STUDIES = {
     "nontwisting": "granular.validation.nontwisting",
     "livens": "granular.validation.livens",
     "rollingball": "granular.validation.rollingball",
+    "contacts": "granular.validation.contacts",
 }
 
 
