@@ -6,6 +6,11 @@ Workloads (all advanced by :meth:`ExplicitIntegrator.advance`, map (25), in bloc
     the bonded block impact (``block_impact``): ``n³`` unit spheres with binder bonds
     between nearest neighbours, Hertz contact and a wall, hitting the wall at v0 = 1;
     advanced 60 steps into the wall before timing.
+``block-friction``
+    the same block with the dissipative contact law (``docs/contacts.md``: Tsuji damping,
+    friction with its springs, rolling and twisting resistance) in place of the Hertz
+    contact, same stiffness; its rows also give the cost per step relative to ``block``
+    of the same size (the issue's target: at most 1.5×).
 ``spheres``
     Hertz spheres only (no bonds, walls or fields): unit spheres on a cubic lattice of
     spacing 0.98 with small random velocities, the workload of JAX-MD's ``soft_sphere``
@@ -20,7 +25,7 @@ the fraction of the memory bandwidth that is; neighbour-list rebuilds per 1000 s
 the timed run; host time and device time per step; memory held. JIT compilation is
 excluded and the device is synchronised inside every timed region.
 
-    granular bench [--backend cpu|gpu|all] [--workload block,spheres,torus]
+    granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres,torus]
                    [--n 10,22,40] [--spheres 10000,100000] [--precision float64,float32]
                    [--json out.json]
 """
@@ -246,7 +251,8 @@ def _ints(text):
 def build_parser(p=None):
     p = p or argparse.ArgumentParser(prog="granular bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
-    p.add_argument("--workload", default="block,spheres,torus", help="comma list of block, spheres, torus")
+    p.add_argument("--workload", default="block,spheres,torus",
+                   help="comma list of block, block-friction, spheres, torus")  # fmt: skip
     p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
     p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
     p.add_argument("--precision", default="float64", help="comma list of float64, float32")
@@ -278,9 +284,10 @@ def run_bench(args) -> int:
     """Measure the rows ``args`` (see :func:`build_parser`) ask for and print them."""
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
-    bad = set(workloads) - {"block", "spheres", "torus"}
+    bad = set(workloads) - {"block", "block-friction", "spheres", "torus"}
     if bad:
-        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, spheres, torus", file=sys.stderr)
+        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, spheres, torus",
+              file=sys.stderr)  # fmt: skip
         return 2
     precisions = [p.strip() for p in args.precision.split(",")]
     if set(precisions) - {"float64", "float32"}:
@@ -304,8 +311,12 @@ def run_bench(args) -> int:
         for dtype in precisions:
             if "torus" in workloads:
                 cases.append(("torus", lambda: torus_builder(), 5e-4, dtype))
-            if "block" in workloads:
-                cases += [("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype) for n in _ints(args.n)]
+            for n in _ints(args.n):
+                if "block" in workloads:
+                    cases.append(("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype))
+                if "block-friction" in workloads:
+                    cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
+                                  dtype))  # fmt: skip
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype) for n in _ints(args.spheres)]
         for label, build, h, dtype in cases:
@@ -314,6 +325,13 @@ def run_bench(args) -> int:
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
             rows.append(r)
             _print_row(r)
+            if label == "block-friction":
+                plain = [q for q in rows if q.get("workload") == "block" and q["N"] == r["N"]
+                         and q["backend"] == r["backend"] and q["precision"] == r["precision"]]  # fmt: skip
+                if plain:
+                    r["cost_vs_block"] = r["ms_per_step"] / plain[-1]["ms_per_step"]
+                    print(f"{'':<10} block-friction / block, N = {r['N']}: {r['cost_vs_block']:.2f}x per step "
+                          f"(target <= 1.5x)", flush=True)  # fmt: skip
         if "torus" in workloads:
             for dtype in precisions:
                 r = torus_run(name, dtype)

@@ -72,29 +72,49 @@ def lattice_positions(shape, spacing=1.0, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
 
 
 def add_block(builder, shape, spacing=1.0, origin=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
-              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf):  # fmt: skip
+              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, material=None):  # fmt: skip
     """A bonded simple-cubic block of touching spheres (diameter ``spacing``): particles
     numbered x fastest, bonds between nearest neighbours. Returns ``(particle_ids, bond_ids)``."""
     if isinstance(shape, (int, np.integer)):
         shape = (shape, shape, shape)
     first = builder.particle_count
     ids = builder.add_particles(lattice_positions(shape, spacing, origin), v=velocity, mass=mass, inertia=inertia,
-                                radius=0.5 * spacing)  # fmt: skip
+                                radius=0.5 * spacing, material=material)  # fmt: skip
     bonds = builder.add_bonds(first + lattice_bonds(shape), ka=ka, ks=ks, km=km, strain_max=strain_max,
                               angle_max=angle_max)  # fmt: skip
     return ids, bonds
 
 
-def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells"):
+#: The dissipative material of the frictional block impact (``friction=True``): with
+#: ``ν = 0.3``, ``E = (3/2) K^pp 2 (1 - ν²)`` gives two unit spheres the normal stiffness
+#: of ``K^pp = 2100`` (``k_n = (4/3) E* sqrt(R*) = K^pp``); restitution 0.5, friction 0.5,
+#: rolling and twisting resistance 0.1.
+BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, "restitution": 0.5, "friction": 0.5,
+                  "rolling_friction": 0.1, "twisting_friction": 0.1}  # fmt: skip
+
+
+def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
+                         friction=False):  # fmt: skip
     """The ``block_impact`` scene: an ``n``×``n``×``n`` bonded block of unit spheres (point
     contact, the torus' stiffnesses) moving at ``v0`` toward the wall ``x = 0`` (normal
-    ``e1``), its nearest face ``gap`` diameters away."""
+    ``e1``), its nearest face ``gap`` diameters away. ``friction``: the same block with
+    the dissipative contact law (:data:`BLOCK_MATERIAL`, for particles and wall) instead
+    of ``kpp``, masses and inertias still 1."""
     from .model import ModelBuilder
 
     b = ModelBuilder()
-    add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km)
-    b.set_contacts(kpp, search=search)
-    b.add_wall([1.0, 0.0, 0.0], 0.0, k=kpp)
+    material = None
+    if friction:
+        b.add_material("binder", **BLOCK_MATERIAL)
+        material = "binder"
+    add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km,
+              material=material)  # fmt: skip
+    if friction:
+        b.set_contacts(search=search)
+        b.add_wall([1.0, 0.0, 0.0], 0.0, material=material)
+    else:
+        b.set_contacts(kpp, search=search)
+        b.add_wall([1.0, 0.0, 0.0], 0.0, k=kpp)
     return b
 
 
