@@ -264,10 +264,10 @@ class ULVCSystem(BodySystem):
         U = None if v is None else xp.asarray(np.einsum("nji,nj->ni", cfg.R, v))
         state = self.bodies.state(R=R, x=xp.asarray(x0), U=U, Omega=xp.asarray(cfg.omega_body))
         if t.variant == "rk4":
-            self.integrator = ulvc.LieGroupRK4(loads, stages=t.stages)
+            self.integrator = ulvc.LieGroupRK4(self.bodies, loads, stages=t.stages)
             self.state = state
         else:
-            self.integrator = ulvc.NewtonEulerRK4(loads)
+            self.integrator = ulvc.NewtonEulerRK4(self.bodies, loads)
             self.state = ulvc.to_newton_euler(self.bodies, state)
         self._ulvc = ulvc
 
@@ -280,7 +280,7 @@ class ULVCSystem(BodySystem):
         return self.state.step
 
     def step(self, h):
-        self.integrator.step(self.bodies, self.state, h)
+        self.integrator.step(self.state, h)
 
     def _parts(self):
         U, Om = self.state.velocities(self.bodies)

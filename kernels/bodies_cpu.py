@@ -1,0 +1,89 @@
+"""CPU kernels of the body schemes: the per-body laws of ``kernels.bodies_*`` compiled by
+``numba.njit`` and run in ``prange`` loops over bodies (each iteration reads and writes
+only its own body's rows, so the result does not depend on the thread schedule).
+
+Every launcher has the same signature as its twin in :mod:`kernels.bodies_cuda`. The
+implicit schemes get their Newton scratch matrix here (``np.empty`` once per body and
+launch); the GPU twin uses ``cuda.local.array``.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from . import bodies_algebra, bodies_ulvc
+from .cache import keyed_cache
+
+_cache = keyed_cache().__enter__()
+
+# Helpers and laws are plain njit functions (LLVM inlines the helpers into the law); the
+# prange loop calls the law once per body and block. Inlining at Numba IR level
+# (inline="always") ran about 15 % faster but took 5x longer to compile (~45 s per law),
+# and the parallel pipeline's array analysis rejects the tuples of tuples the helpers
+# return when the law itself is inlined into the loop. error_model="numpy": a division by
+# zero gives inf/NaN (caught by the laws' finiteness checks) instead of a Python
+# exception, and divisions need no branch.
+_jit = njit(error_model="numpy")
+H = bodies_algebra.build(_jit)
+U = bodies_ulvc.build(_jit, H)
+
+name = "cpu"
+
+
+_ulvc_rk4_free_body = U.ulvc_rk4_free_body
+_ulvc_rk4_body = U.ulvc_rk4_body
+_newton_euler_rk4_free_body = U.newton_euler_rk4_free_body
+_newton_euler_rk4_body = U.newton_euler_rk4_body
+
+# One loop per law (not a factory of closures: Numba's disk cache keys functions by name
+# and source line, so closures from one factory would overwrite each other's entries).
+
+
+@njit(parallel=True, cache=True)
+def _ulvc_rk4_free(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat,
+                   R, x, w, R1, x1, w1, status, value):  # fmt: skip
+    for i in prange(w.shape[0]):
+        _ulvc_rk4_free_body(i, steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat,
+                            tbody, tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def _ulvc_rk4_loaded(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat,
+                     R, x, w, R1, x1, w1, status, value):  # fmt: skip
+    for i in prange(w.shape[0]):
+        _ulvc_rk4_body(i, steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody,
+                       tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def _newton_euler_free(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1, x1,
+                       v1, Om1, status, value):  # fmt: skip
+    for i in prange(v.shape[0]):
+        _newton_euler_rk4_free_body(i, steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x,
+                                    v, Om, R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def _newton_euler_loaded(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1,
+                         x1, v1, Om1, status, value):  # fmt: skip
+    for i in prange(v.shape[0]):
+        _newton_euler_rk4_body(i, steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v,
+                               Om, R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+_cache.__exit__(None, None, None)
+
+
+def ulvc_rk4(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x,
+             w, R1, x1, w1, status, value):  # fmt: skip
+    """``steps`` steps of the ULVC RK4 law for every body (:mod:`kernels.bodies_ulvc`)."""
+    (_ulvc_rk4_loaded if flags else _ulvc_rk4_free)(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv,
+                                                    points, fbody, fspat, tbody, tspat, R, x, w, R1, x1, w1, status,
+                                                    value)  # fmt: skip
+
+
+def newton_euler_rk4(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1, x1,
+                     v1, Om1, status, value):  # fmt: skip
+    """``steps`` steps of the Newton-Euler RK4 reference law for every body."""
+    (_newton_euler_loaded if flags else _newton_euler_free)(steps, h, flags, scales, mass, J, Jinv, points, fbody,
+                                                            fspat, tbody, tspat, R, x, v, Om, R1, x1, v1, Om1, status,
+                                                            value)  # fmt: skip

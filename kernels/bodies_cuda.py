@@ -1,0 +1,96 @@
+"""GPU kernels of the body schemes: the per-body laws of ``kernels.bodies_*`` compiled by
+``numba.cuda.jit(device=True, forceinline=True)``, one thread per body, each thread
+advancing its body by a block of steps. Launched on CuPy arrays or, under Numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``), on NumPy arrays.
+
+Every launcher has the same signature as its twin in :mod:`kernels.bodies_cpu`. Launches
+go to the default stream, like CuPy's own work. :data:`KERNELS` lists the ``cuda.jit``
+kernels behind each launcher (the tests compile each one to PTX).
+"""
+
+import os
+
+from numba import cuda
+
+from . import bodies_algebra, bodies_ulvc
+
+SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+# One body per thread; 128 threads per block leave registers for the larger laws. The
+# simulator runs every thread as a Python thread, so small blocks there.
+THREADS_PER_BLOCK = 8 if SIMULATED else 128
+
+# Device functions are inlined by NVVM (LLVM ``alwaysinline``), not at Numba IR level:
+# the same code, at a tenth of the compile time. The simulator takes no such option.
+_jit = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline=True)
+H = bodies_algebra.build(_jit, simulated=SIMULATED)
+U = bodies_ulvc.build(_jit, H)
+
+_ulvc_rk4_free_body = U.ulvc_rk4_free_body
+_ulvc_rk4_body = U.ulvc_rk4_body
+_newton_euler_rk4_free_body = U.newton_euler_rk4_free_body
+_newton_euler_rk4_body = U.newton_euler_rk4_body
+
+name = "cuda"
+
+
+def _grid(n):
+    return max(1, (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK), THREADS_PER_BLOCK
+
+
+# ------------------------------------------------------------------------ ULVC (001)
+
+
+@cuda.jit
+def _ulvc_rk4_free_kernel(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody,
+                          tspat, R, x, w, R1, x1, w1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < w.shape[0]:
+        _ulvc_rk4_free_body(i, steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat,
+                            tbody, tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _ulvc_rk4_kernel(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat,
+                     R, x, w, R1, x1, w1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < w.shape[0]:
+        _ulvc_rk4_body(i, steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody,
+                       tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
+
+
+def ulvc_rk4(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x,
+             w, R1, x1, w1, status, value):  # fmt: skip
+    kernel = _ulvc_rk4_kernel if flags else _ulvc_rk4_free_kernel
+    kernel[_grid(w.shape[0])](steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat,
+                              tbody, tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _newton_euler_free_kernel(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om,
+                              R1, x1, v1, Om1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < v.shape[0]:
+        _newton_euler_rk4_free_body(i, steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x,
+                                    v, Om, R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _newton_euler_kernel(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1,
+                         x1, v1, Om1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < v.shape[0]:
+        _newton_euler_rk4_body(i, steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v,
+                               Om, R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+def newton_euler_rk4(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1, x1,
+                     v1, Om1, status, value):  # fmt: skip
+    kernel = _newton_euler_kernel if flags else _newton_euler_free_kernel
+    kernel[_grid(v.shape[0])](steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om,
+                              R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+KERNELS = {
+    "ulvc_rk4": (_ulvc_rk4_free_kernel, _ulvc_rk4_kernel),
+    "newton_euler_rk4": (_newton_euler_free_kernel, _newton_euler_kernel),
+}
