@@ -229,14 +229,18 @@ def build(jit, simulated=False):
     def coef_b(T, t, t2):
         """``(θ - sin θ)/θ³``."""
         if t < T(SERIES_THRESHOLD):
-            return T(B0) + t2 * (T(B1) + t2 * (T(B2) + t2 * (T(B3) + t2 * (T(B4) + t2 * (T(B5) + t2 * (T(B6) + t2 * T(B7)))))))
+            return T(B0) + t2 * (
+                T(B1) + t2 * (T(B2) + t2 * (T(B3) + t2 * (T(B4) + t2 * (T(B5) + t2 * (T(B6) + t2 * T(B7))))))
+            )
         return (t - sin(t)) / (t2 * t)
 
     @jit
     def coef_k1(T, t, t2):
         """``k1 = (1 - (θ/2) cot(θ/2))/θ²`` (76)."""
         if t < T(SERIES_THRESHOLD):
-            return T(K0) + t2 * (T(K1) + t2 * (T(K2) + t2 * (T(K3) + t2 * (T(K4) + t2 * (T(K5) + t2 * (T(K6) + t2 * T(K7)))))))
+            return T(K0) + t2 * (
+                T(K1) + t2 * (T(K2) + t2 * (T(K3) + t2 * (T(K4) + t2 * (T(K5) + t2 * (T(K6) + t2 * T(K7))))))
+            )
         half = T(0.5) * t
         tcot = t * cos(half) / sin(half)
         return (T(1.0) - T(0.5) * tcot) / t2
@@ -245,7 +249,9 @@ def build(jit, simulated=False):
     def coef_dk1(T, t, t2):
         """``k1'(θ)/θ = (θ²/(1 - cos θ) + θ cot(θ/2) - 4)/(2θ⁴)`` (77)."""
         if t < T(SERIES_THRESHOLD):
-            return T(D0) + t2 * (T(D1) + t2 * (T(D2) + t2 * (T(D3) + t2 * (T(D4) + t2 * (T(D5) + t2 * (T(D6) + t2 * T(D7)))))))
+            return T(D0) + t2 * (
+                T(D1) + t2 * (T(D2) + t2 * (T(D3) + t2 * (T(D4) + t2 * (T(D5) + t2 * (T(D6) + t2 * T(D7))))))
+            )
         half = T(0.5) * t
         sh = sin(half)
         tcot = t * cos(half) / sh
@@ -291,7 +297,11 @@ def build(jit, simulated=False):
         trO = cross3(nT, rO)
         rtO = cross3(nR, tO)
         half = T(0.5)
-        dR = (Om[0] + half * rO[0] + k1 * rrO[0], Om[1] + half * rO[1] + k1 * rrO[1], Om[2] + half * rO[2] + k1 * rrO[2])
+        dR = (
+            Om[0] + half * rO[0] + k1 * rrO[0],
+            Om[1] + half * rO[1] + k1 * rrO[1],
+            Om[2] + half * rO[2] + k1 * rrO[2],
+        )
         dT = (
             U[0] + half * (rU[0] + tO[0]) + k1 * (rrU[0] + trO[0] + rtO[0]) + k2 * rrO[0],
             U[1] + half * (rU[1] + tO[1]) + k1 * (rrU[1] + trO[1] + rtO[1]) + k2 * rrO[1],

@@ -10,7 +10,7 @@ launch); the GPU twin uses ``cuda.local.array``.
 import numpy as np
 from numba import njit, prange
 
-from . import bodies_algebra, bodies_ulvc
+from . import bodies_algebra, bodies_rolling, bodies_ulvc
 from .cache import keyed_cache
 
 _cache = keyed_cache().__enter__()
@@ -25,6 +25,7 @@ _cache = keyed_cache().__enter__()
 _jit = njit(error_model="numpy")
 H = bodies_algebra.build(_jit)
 U = bodies_ulvc.build(_jit, H)
+B = bodies_rolling.build(_jit, H)
 
 name = "cpu"
 
@@ -33,6 +34,9 @@ _ulvc_rk4_free_body = U.ulvc_rk4_free_body
 _ulvc_rk4_body = U.ulvc_rk4_body
 _newton_euler_rk4_free_body = U.newton_euler_rk4_free_body
 _newton_euler_rk4_body = U.newton_euler_rk4_body
+_rolling_ball_rk4_body = B.rolling_ball_rk4_body
+_rolling_ball_dopri_body = B.rolling_ball_dopri_body
+_rolling_disk_rk4_body = B.rolling_disk_rk4_body
 
 # One loop per law (not a factory of closures: Numba's disk cache keys functions by name
 # and source line, so closures from one factory would overwrite each other's entries).
@@ -68,6 +72,39 @@ def _newton_euler_loaded(steps, h, flags, scales, mass, J, Jinv, points, fbody, 
     for i in prange(v.shape[0]):
         _newton_euler_rk4_body(i, steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v,
                                Om, R1, x1, v1, Om1, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def rolling_ball_rk4(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+                     force_mode, force_par, force_tab, status, value):  # fmt: skip
+    """``steps`` RK4 steps of every rolling ball (:mod:`kernels.bodies_rolling`)."""
+    for i in prange(y.shape[0]):
+        S = np.empty((9, 15), y.dtype)
+        C = np.empty((max(m_all.shape[1] - 1, 1), 9), y.dtype)
+        _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
+                               rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, radius, inertia, shell_com, m_all, gravity,
+                       rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol, h0, h_max, max_steps,
+                       safety, fac_min, fac_max, status, value):  # fmt: skip
+    """Every rolling ball from ``t0`` to ``t0 + H``, adaptive Dormand-Prince per ball."""
+    for i in prange(y.shape[0]):
+        S = np.empty((9, 15), y.dtype)
+        C = np.empty((max(m_all.shape[1] - 1, 1), 9), y.dtype)
+        _rolling_ball_dopri_body(i, H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, S, C, radius, inertia, shell_com, m_all,
+                                 gravity, rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol,
+                                 h0, h_max, max_steps, safety, fac_min, fac_max, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+                     force_mode, force_x, force_tab, status, value):  # fmt: skip
+    """``steps`` RK4 steps of every rolling disk."""
+    for i in prange(y.shape[0]):
+        _rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
+                               rail_par, act_par, force_mode, force_x, force_tab, status, value)  # fmt: skip
 
 
 _cache.__exit__(None, None, None)

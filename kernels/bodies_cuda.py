@@ -12,23 +12,29 @@ import os
 
 from numba import cuda
 
-from . import bodies_algebra, bodies_ulvc
+from . import bodies_algebra, bodies_rolling, bodies_ulvc
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 # One body per thread; 128 threads per block leave registers for the larger laws. The
 # simulator runs every thread as a Python thread, so small blocks there.
 THREADS_PER_BLOCK = 8 if SIMULATED else 128
+#: most internal masses per rolling ball (the per-thread kinematics array has a fixed size)
+MAX_MASSES = 16
 
 # Device functions are inlined by NVVM (LLVM ``alwaysinline``), not at Numba IR level:
 # the same code, at a tenth of the compile time. The simulator takes no such option.
 _jit = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline=True)
 H = bodies_algebra.build(_jit, simulated=SIMULATED)
 U = bodies_ulvc.build(_jit, H)
+B = bodies_rolling.build(_jit, H)
 
 _ulvc_rk4_free_body = U.ulvc_rk4_free_body
 _ulvc_rk4_body = U.ulvc_rk4_body
 _newton_euler_rk4_free_body = U.newton_euler_rk4_free_body
 _newton_euler_rk4_body = U.newton_euler_rk4_body
+_rolling_ball_rk4_body = B.rolling_ball_rk4_body
+_rolling_ball_dopri_body = B.rolling_ball_dopri_body
+_rolling_disk_rk4_body = B.rolling_disk_rk4_body
 
 name = "cuda"
 
@@ -90,7 +96,69 @@ def newton_euler_rk4(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspa
                               R1, x1, v1, Om1, status, value)  # fmt: skip
 
 
+# ------------------------------------------------------------------ rolling ball (004)
+
+
+@cuda.jit
+def _rolling_ball_rk4_kernel(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
+                             act_par, force_mode, force_par, force_tab, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < y.shape[0]:
+        S = cuda.local.array((9, 15), y.dtype)
+        C = cuda.local.array((MAX_MASSES, 9), y.dtype)
+        _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
+                               rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
+
+
+def rolling_ball_rk4(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+                     force_mode, force_par, force_tab, status, value):  # fmt: skip
+    _rolling_ball_rk4_kernel[_grid(y.shape[0])](steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity,
+                                                rail_info, rail_par, act_par, force_mode, force_par, force_tab, status,
+                                                value)  # fmt: skip
+
+
+@cuda.jit
+def _rolling_ball_dopri_kernel(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, radius, inertia, shell_com, m_all, gravity,
+                               rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol, h0, h_max,
+                               max_steps, safety, fac_min, fac_max, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < y.shape[0]:
+        S = cuda.local.array((9, 15), y.dtype)
+        C = cuda.local.array((MAX_MASSES, 9), y.dtype)
+        _rolling_ball_dopri_body(i, H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, S, C, radius, inertia, shell_com, m_all,
+                                 gravity, rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol,
+                                 h0, h_max, max_steps, safety, fac_min, fac_max, status, value)  # fmt: skip
+
+
+def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, radius, inertia, shell_com, m_all, gravity,
+                       rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol, h0, h_max, max_steps,
+                       safety, fac_min, fac_max, status, value):  # fmt: skip
+    _rolling_ball_dopri_kernel[_grid(y.shape[0])](H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, radius, inertia,
+                                                  shell_com, m_all, gravity, rail_info, rail_par, act_par, force_mode,
+                                                  force_par, force_tab, rtol, atol, h0, h_max, max_steps, safety,
+                                                  fac_min, fac_max, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _rolling_disk_rk4_kernel(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
+                             act_par, force_mode, force_x, force_tab, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < y.shape[0]:
+        _rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
+                               rail_par, act_par, force_mode, force_x, force_tab, status, value)  # fmt: skip
+
+
+def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+                     force_mode, force_x, force_tab, status, value):  # fmt: skip
+    _rolling_disk_rk4_kernel[_grid(y.shape[0])](steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity,
+                                                rail_info, rail_par, act_par, force_mode, force_x, force_tab, status,
+                                                value)  # fmt: skip
+
+
 KERNELS = {
     "ulvc_rk4": (_ulvc_rk4_free_kernel, _ulvc_rk4_kernel),
     "newton_euler_rk4": (_newton_euler_free_kernel, _newton_euler_kernel),
+    "rolling_ball_rk4": (_rolling_ball_rk4_kernel,),
+    "rolling_ball_dopri": (_rolling_ball_dopri_kernel,),
+    "rolling_disk_rk4": (_rolling_disk_rk4_kernel,),
 }

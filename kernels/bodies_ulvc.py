@@ -59,12 +59,54 @@ def build(jit, H, law_jit=None):
     @jit
     def mv6(A, b, u, o):
         """``A[b] [u, o]`` (6×6 times 6) as two 3-tuples."""
-        r0 = A[b, 0, 0] * u[0] + A[b, 0, 1] * u[1] + A[b, 0, 2] * u[2] + A[b, 0, 3] * o[0] + A[b, 0, 4] * o[1] + A[b, 0, 5] * o[2]
-        r1 = A[b, 1, 0] * u[0] + A[b, 1, 1] * u[1] + A[b, 1, 2] * u[2] + A[b, 1, 3] * o[0] + A[b, 1, 4] * o[1] + A[b, 1, 5] * o[2]
-        r2 = A[b, 2, 0] * u[0] + A[b, 2, 1] * u[1] + A[b, 2, 2] * u[2] + A[b, 2, 3] * o[0] + A[b, 2, 4] * o[1] + A[b, 2, 5] * o[2]
-        r3 = A[b, 3, 0] * u[0] + A[b, 3, 1] * u[1] + A[b, 3, 2] * u[2] + A[b, 3, 3] * o[0] + A[b, 3, 4] * o[1] + A[b, 3, 5] * o[2]
-        r4 = A[b, 4, 0] * u[0] + A[b, 4, 1] * u[1] + A[b, 4, 2] * u[2] + A[b, 4, 3] * o[0] + A[b, 4, 4] * o[1] + A[b, 4, 5] * o[2]
-        r5 = A[b, 5, 0] * u[0] + A[b, 5, 1] * u[1] + A[b, 5, 2] * u[2] + A[b, 5, 3] * o[0] + A[b, 5, 4] * o[1] + A[b, 5, 5] * o[2]
+        r0 = (
+            A[b, 0, 0] * u[0]
+            + A[b, 0, 1] * u[1]
+            + A[b, 0, 2] * u[2]
+            + A[b, 0, 3] * o[0]
+            + A[b, 0, 4] * o[1]
+            + A[b, 0, 5] * o[2]
+        )
+        r1 = (
+            A[b, 1, 0] * u[0]
+            + A[b, 1, 1] * u[1]
+            + A[b, 1, 2] * u[2]
+            + A[b, 1, 3] * o[0]
+            + A[b, 1, 4] * o[1]
+            + A[b, 1, 5] * o[2]
+        )
+        r2 = (
+            A[b, 2, 0] * u[0]
+            + A[b, 2, 1] * u[1]
+            + A[b, 2, 2] * u[2]
+            + A[b, 2, 3] * o[0]
+            + A[b, 2, 4] * o[1]
+            + A[b, 2, 5] * o[2]
+        )
+        r3 = (
+            A[b, 3, 0] * u[0]
+            + A[b, 3, 1] * u[1]
+            + A[b, 3, 2] * u[2]
+            + A[b, 3, 3] * o[0]
+            + A[b, 3, 4] * o[1]
+            + A[b, 3, 5] * o[2]
+        )
+        r4 = (
+            A[b, 4, 0] * u[0]
+            + A[b, 4, 1] * u[1]
+            + A[b, 4, 2] * u[2]
+            + A[b, 4, 3] * o[0]
+            + A[b, 4, 4] * o[1]
+            + A[b, 4, 5] * o[2]
+        )
+        r5 = (
+            A[b, 5, 0] * u[0]
+            + A[b, 5, 1] * u[1]
+            + A[b, 5, 2] * u[2]
+            + A[b, 5, 3] * o[0]
+            + A[b, 5, 4] * o[1]
+            + A[b, 5, 5] * o[2]
+        )
         return (r0, r1, r2), (r3, r4, r5)
 
     @jit
@@ -306,5 +348,9 @@ def build(jit, H, law_jit=None):
 
     free = variants(False)
     loaded = variants(True)
-    return SimpleNamespace(ulvc_rk4_free_body=free[0], newton_euler_rk4_free_body=free[1],
-                           ulvc_rk4_body=loaded[0], newton_euler_rk4_body=loaded[1])
+    return SimpleNamespace(
+        ulvc_rk4_free_body=free[0],
+        newton_euler_rk4_free_body=free[1],
+        ulvc_rk4_body=loaded[0],
+        newton_euler_rk4_body=loaded[1],
+    )

@@ -132,7 +132,7 @@ class RollingBallSystem(BodySystem):
         xy = cfg.arrays.get("xy", cfg.offsets[:, :2])
         self.state = self.model.state(Omega=xp.asarray(cfg.omega_body), q=xp.asarray(cfg.quaternion),
                                       xy=xp.asarray(xy), track_work=True)  # fmt: skip
-        self.integrator = RK4()
+        self.integrator = RK4(self.model)
 
     @property
     def time(self):
@@ -143,7 +143,7 @@ class RollingBallSystem(BodySystem):
         return self.state.step
 
     def step(self, h):
-        self.integrator.step(self.model, self.state, h)
+        self.integrator.step(self.state, h)
 
     def _kinematics(self):
         """Host arrays: R (N,3,3), ω (N,3), ż (N,3), and per point (shell c.o.m. and masses)
