@@ -10,7 +10,7 @@ launch); the GPU twin uses ``cuda.local.array``.
 import numpy as np
 from numba import njit, prange
 
-from . import bodies_algebra, bodies_rolling, bodies_ulvc
+from . import bodies_algebra, bodies_directors, bodies_livens, bodies_rolling, bodies_ulvc
 from .cache import keyed_cache
 
 _cache = keyed_cache().__enter__()
@@ -26,6 +26,8 @@ _jit = njit(error_model="numpy")
 H = bodies_algebra.build(_jit)
 U = bodies_ulvc.build(_jit, H)
 B = bodies_rolling.build(_jit, H)
+L = bodies_livens.build(_jit, H)
+D = bodies_directors.build(_jit, H)
 
 name = "cpu"
 
@@ -37,6 +39,11 @@ _newton_euler_rk4_body = U.newton_euler_rk4_body
 _rolling_ball_rk4_body = B.rolling_ball_rk4_body
 _rolling_ball_dopri_body = B.rolling_ball_dopri_body
 _rolling_disk_rk4_body = B.rolling_disk_rk4_body
+_eml_body = L.eml_body
+_reml_body = L.reml_body
+_null_eml_body = L.null_eml_body
+_hamiltonian_body = L.hamiltonian_body
+_director_body = D.director_body
 
 # One loop per law (not a factory of closures: Numba's disk cache keys functions by name
 # and source line, so closures from one factory would overwrite each other's entries).
@@ -105,6 +112,71 @@ def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, g
     for i in prange(y.shape[0]):
         _rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_x, force_tab, status, value)  # fmt: skip
+
+
+# ------------------------------------------------------------------ Livens (002)
+# One Newton scratch per body and launch: A (k, k + 1) holds [J | -r], X (k,) the unknowns.
+
+
+@njit(parallel=True, cache=True)
+def livens_eml(midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+               iters1, it_total1, status, value):  # fmt: skip
+    """``steps`` steps of EML (``midpoint = 0``) or MPL (``1``) for every body."""
+    for i in prange(q.shape[0]):
+        A = np.empty((13, 14), q.dtype)
+        X = np.empty(13, q.dtype)
+        _eml_body(i, midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                  iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def livens_reml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                it_total1, status, value):  # fmt: skip
+    """``steps`` steps of REML for every body."""
+    for i in prange(q.shape[0]):
+        A = np.empty((5, 6), q.dtype)
+        X = np.empty(5, q.dtype)
+        _reml_body(i, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                   it_total1, A, X, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def livens_null_eml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                    it_total1, status, value):  # fmt: skip
+    """``steps`` steps of Null-EML for every body."""
+    for i in prange(q.shape[0]):
+        A = np.empty((3, 4), q.dtype)
+        X = np.empty(3, q.dtype)
+        _null_eml_body(i, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                       iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+@njit(parallel=True, cache=True)
+def livens_hamiltonian(equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1,
+                       vh1, iters1, it_total1, status, value):  # fmt: skip
+    """``steps`` steps of EMH (``equivariant = 1``) or MPH (``0``) for every body."""
+    for i in prange(q.shape[0]):
+        A = np.empty((9, 10), q.dtype)
+        X = np.empty(9, q.dtype)
+        _hamiltonian_body(i, equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1, p1,
+                          lam1, vh1, iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+# ---------------------------------------------------------------- directors (000)
+
+
+@njit(parallel=True, cache=True)
+def directors(dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu, v_half,
+              lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1, status,
+              value):  # fmt: skip
+    """``steps`` steps of a director scheme (EM or DLA, standard or non-twisting) for every body."""
+    for i in prange(d.shape[0]):
+        A = np.empty((16, 17), d.dtype)
+        X = np.empty(16, d.dtype)
+        Wk = np.empty((4, 9), d.dtype)
+        _director_body(i, dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu,
+                       v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
+                       A, X, Wk, status, value)  # fmt: skip
 
 
 _cache.__exit__(None, None, None)

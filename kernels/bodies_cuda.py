@@ -12,7 +12,7 @@ import os
 
 from numba import cuda
 
-from . import bodies_algebra, bodies_rolling, bodies_ulvc
+from . import bodies_algebra, bodies_directors, bodies_livens, bodies_rolling, bodies_ulvc
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 # One body per thread; 128 threads per block leave registers for the larger laws. The
@@ -27,6 +27,8 @@ _jit = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline
 H = bodies_algebra.build(_jit, simulated=SIMULATED)
 U = bodies_ulvc.build(_jit, H)
 B = bodies_rolling.build(_jit, H)
+L = bodies_livens.build(_jit, H)
+D = bodies_directors.build(_jit, H)
 
 _ulvc_rk4_free_body = U.ulvc_rk4_free_body
 _ulvc_rk4_body = U.ulvc_rk4_body
@@ -35,6 +37,11 @@ _newton_euler_rk4_body = U.newton_euler_rk4_body
 _rolling_ball_rk4_body = B.rolling_ball_rk4_body
 _rolling_ball_dopri_body = B.rolling_ball_dopri_body
 _rolling_disk_rk4_body = B.rolling_disk_rk4_body
+_eml_body = L.eml_body
+_reml_body = L.reml_body
+_null_eml_body = L.null_eml_body
+_hamiltonian_body = L.hamiltonian_body
+_director_body = D.director_body
 
 name = "cuda"
 
@@ -155,10 +162,112 @@ def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, g
                                                 value)  # fmt: skip
 
 
+# ------------------------------------------------------------------ Livens (002)
+
+
+@cuda.jit
+def _livens_eml_kernel(midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                       iters1, it_total1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < q.shape[0]:
+        A = cuda.local.array((13, 14), q.dtype)
+        X = cuda.local.array(13, q.dtype)
+        _eml_body(i, midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                  iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+def livens_eml(midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+               iters1, it_total1, status, value):  # fmt: skip
+    _livens_eml_kernel[_grid(q.shape[0])](midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total,
+                                          q1, v1, p1, lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _livens_reml_kernel(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                        it_total1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < q.shape[0]:
+        A = cuda.local.array((5, 6), q.dtype)
+        X = cuda.local.array(5, q.dtype)
+        _reml_body(i, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                   it_total1, A, X, status, value)  # fmt: skip
+
+
+def livens_reml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                it_total1, status, value):  # fmt: skip
+    _livens_reml_kernel[_grid(q.shape[0])](steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1,
+                                           lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _livens_null_eml_kernel(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                            iters1, it_total1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < q.shape[0]:
+        A = cuda.local.array((3, 4), q.dtype)
+        X = cuda.local.array(3, q.dtype)
+        _null_eml_body(i, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
+                       iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+def livens_null_eml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
+                    it_total1, status, value):  # fmt: skip
+    _livens_null_eml_kernel[_grid(q.shape[0])](steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1,
+                                               p1, lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
+
+
+@cuda.jit
+def _livens_hamiltonian_kernel(equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1,
+                               p1, lam1, vh1, iters1, it_total1, status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < q.shape[0]:
+        A = cuda.local.array((9, 10), q.dtype)
+        X = cuda.local.array(9, q.dtype)
+        _hamiltonian_body(i, equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1, p1,
+                          lam1, vh1, iters1, it_total1, A, X, status, value)  # fmt: skip
+
+
+def livens_hamiltonian(equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1,
+                       vh1, iters1, it_total1, status, value):  # fmt: skip
+    _livens_hamiltonian_kernel[_grid(q.shape[0])](equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half,
+                                                  it_total, q1, v1, p1, lam1, vh1, iters1, it_total1, status,
+                                                  value)  # fmt: skip
+
+
+# ---------------------------------------------------------------- directors (000)
+
+
+@cuda.jit
+def _directors_kernel(dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu,
+                      v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
+                      status, value):  # fmt: skip
+    i = cuda.grid(1)
+    if i < d.shape[0]:
+        A = cuda.local.array((16, 17), d.dtype)
+        X = cuda.local.array(16, d.dtype)
+        Wk = cuda.local.array((4, 9), d.dtype)
+        _director_body(i, dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu,
+                       v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
+                       A, X, Wk, status, value)  # fmt: skip
+
+
+def directors(dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu, v_half,
+              lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1, status,
+              value):  # fmt: skip
+    _directors_kernel[_grid(d.shape[0])](dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d,
+                                         v, lam, mu, v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1,
+                                         lam_end1, mu_end1, iters1, it_total1, status, value)  # fmt: skip
+
+
 KERNELS = {
     "ulvc_rk4": (_ulvc_rk4_free_kernel, _ulvc_rk4_kernel),
     "newton_euler_rk4": (_newton_euler_free_kernel, _newton_euler_kernel),
     "rolling_ball_rk4": (_rolling_ball_rk4_kernel,),
     "rolling_ball_dopri": (_rolling_ball_dopri_kernel,),
     "rolling_disk_rk4": (_rolling_disk_rk4_kernel,),
+    "livens_eml": (_livens_eml_kernel,),
+    "livens_reml": (_livens_reml_kernel,),
+    "livens_null_eml": (_livens_null_eml_kernel,),
+    "livens_hamiltonian": (_livens_hamiltonian_kernel,),
+    "directors": (_directors_kernel,),
 }

@@ -22,10 +22,10 @@ Each scheme's step is a per-body law in ``kernels/`` (``kernels.bodies_*``), com
 for the CPU (``prange`` over bodies) and for the GPU (one thread per body). A launch
 advances every body by a block of steps; the kernel writes the new state to a second set
 of arrays and a status row per body (failure kind, step within the block, quantity,
-Newton iterations) that
-the host reads once per block. On success the new arrays are copied into the state; on
-a failure the block is run again up to the step before the first failure, which gives
-the same values bit for bit (each body's arithmetic does not depend on the others).
+Newton iterations) that the host reads once per block. On success the state takes the new
+arrays (arrays a caller kept from before are not overwritten); on a failure the block is
+run again up to the step before the first failure, which gives the same values bit for
+bit (each body's arithmetic does not depend on the others).
 
 :data:`REGISTRY` maps a scheme name (``"ulvc rk4"``, ``"livens eml"``, ...) to its class;
 scenes, ensembles and studies look schemes up there.
@@ -123,8 +123,9 @@ class BodyState:
     step: int = 0
 
     def array_names(self) -> tuple:
-        """Names of the array fields, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(self) if f.name not in ("t", "step"))
+        """Names of the array fields, in declaration order (fields holding arrays)."""
+        return tuple(f.name for f in dataclasses.fields(self)
+                     if f.name not in ("t", "step") and hasattr(getattr(self, f.name), "shape"))  # fmt: skip
 
     def arrays(self) -> dict:
         return {k: getattr(self, k) for k in self.array_names()}
@@ -201,7 +202,6 @@ class Scheme:
         self.backend = resolve_backend(backend)
         self.xp = self.backend.xp
         self.kernels = body_kernels(self.backend)
-        self._out = None
         self._status = None
 
     # ---------------------------------------------------------------- stepping
@@ -249,11 +249,9 @@ class Scheme:
             raise ValueError(f"state: has {state.n} bodies, the scheme has {self.n}")
 
     def _buffers(self, state):
-        """The output arrays (a state of the same shapes) and the status arrays, reused."""
-        out = self._out
-        if out is None or any(a.shape != b.shape or a.dtype != b.dtype for a, b in
-                              zip(out.arrays().values(), state.arrays().values())):  # fmt: skip
-            out = self._out = state.copy()
+        """Fresh output arrays shaped like the state's (the kernel writes every entry) and
+        the status arrays (reused)."""
+        out = dataclasses.replace(state, **{k: self.xp.empty_like(a) for k, a in state.arrays().items()})
         if self._status is None or self._status[0].shape[0] != state.n:
             self._status = (self.xp.zeros((state.n, 4), dtype=np.int32), self.xp.zeros(state.n, dtype=np.float64))
         return out, self._status
@@ -276,8 +274,10 @@ class Scheme:
                           int(np.count_nonzero(st[failed, 1] == first)), state)
 
     def _commit(self, state, out, h, k):
-        for name, a in state.arrays().items():
-            a[...] = getattr(out, name)
+        # the state takes the new arrays (as a step always replaced them): views of the
+        # old ones that a caller keeps stay valid
+        for name in state.array_names():
+            setattr(state, name, getattr(out, name))
         t = state.t
         for _ in range(k):
             t = t + h
