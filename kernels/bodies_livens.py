@@ -273,7 +273,8 @@ def build(jit, H):
         Jm = arr33(J, row(J, i))
         Hv = arr44(HV, row(HV, i))
         q0, v0, p0, vh = load_state(i, q, v, p, v_half)
-        lt0 = h * lam[i, 0]
+        lam_out = lam[i, 0]
+        lt0 = h * lam_out
         total = it_total[i]
         status[i, 0], status[i, 1], status[i, 2], status[i, 3] = 0, 0, 0, 0
         value[i] = 0.0
@@ -333,9 +334,10 @@ def build(jit, H):
             qn = (X[0], X[1], X[2], X[3])
             vh = ((qn[0] - q0[0]) / h, (qn[1] - q0[1]) / h, (qn[2] - q0[2]) / h, (qn[3] - q0[3]) / h)
             q0, p0, v0 = qn, (X[4], X[5], X[6], X[7]), (X[8], X[9], X[10], X[11])
-            lt0 = X[12]
+            lam_out = X[12] / h
+            lt0 = h * lam_out  # as stored (λ) and read back: blocks equal single steps
             total += n_it
-        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lt0 / h)
+        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lam_out)
         iters1[i] = n_it
         it_total1[i] = total
 
@@ -383,7 +385,8 @@ def build(jit, H):
         Jm = arr33(J, row(J, i))
         Hv = arr44(HV, row(HV, i))
         q0, v0, p0, vh = load_state(i, q, v, p, v_half)
-        lt0 = h * lam[i, 0]
+        lam_out = lam[i, 0]
+        lt0 = h * lam_out
         total = it_total[i]
         status[i, 0], status[i, 1], status[i, 2], status[i, 3] = 0, 0, 0, 0
         value[i] = 0.0
@@ -428,9 +431,10 @@ def build(jit, H):
             vn, pn, _, _, _ = reduced(T, h, Jm, Hv, q0, v0, p0, Gv0, qn, False)
             vh = ((qn[0] - q0[0]) / h, (qn[1] - q0[1]) / h, (qn[2] - q0[2]) / h, (qn[3] - q0[3]) / h)
             q0, v0, p0 = qn, vn, pn
-            lt0 = X[4]
+            lam_out = X[4] / h
+            lt0 = h * lam_out
             total += n_it
-        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lt0 / h)
+        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lam_out)
         iters1[i] = n_it
         it_total1[i] = total
 
@@ -547,7 +551,8 @@ def build(jit, H):
         Hv = arr44(HV, row(HV, i))
         Wm = arr44(W, row(W, i))
         q0, v0, p0, vh = load_state(i, q, v, p, v_half)
-        lt0 = h * lam[i, 0]
+        lam_out = lam[i, 0]
+        lt0 = h * lam_out
         total = it_total[i]
         status[i, 0], status[i, 1], status[i, 2], status[i, 3] = 0, 0, 0, 0
         value[i] = 0.0
@@ -627,9 +632,10 @@ def build(jit, H):
             vn = m44v(Qn, m44v(Wm, m44tv(Qn, pn)))
             vh = ((qn[0] - q0[0]) / h, (qn[1] - q0[1]) / h, (qn[2] - q0[2]) / h, (qn[3] - q0[3]) / h)
             q0, v0, p0 = qn, vn, pn
-            lt0 = X[8]
+            lam_out = X[8] / h
+            lt0 = h * lam_out
             total += n_it
-        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lt0 / h)
+        store_state(i, q1, v1, p1, vh1, lam1, q0, v0, p0, vh, lam_out)
         iters1[i] = n_it
         it_total1[i] = total
 
