@@ -87,7 +87,7 @@ def rolling_ball_rk4(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gra
     """``steps`` RK4 steps of every rolling ball (:mod:`kernels.bodies_rolling`)."""
     for i in prange(y.shape[0]):
         S = np.empty((9, 15), y.dtype)
-        C = np.empty((max(m_all.shape[1] - 1, 1), 9), y.dtype)
+        C = np.empty((max(m_all.shape[1] - 1, 1), 10), y.dtype)
         _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
 
@@ -99,7 +99,7 @@ def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, rad
     """Every rolling ball from ``t0`` to ``t0 + H``, adaptive Dormand-Prince per ball."""
     for i in prange(y.shape[0]):
         S = np.empty((9, 15), y.dtype)
-        C = np.empty((max(m_all.shape[1] - 1, 1), 9), y.dtype)
+        C = np.empty((max(m_all.shape[1] - 1, 1), 10), y.dtype)
         _rolling_ball_dopri_body(i, H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, S, C, radius, inertia, shell_com, m_all,
                                  gravity, rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol,
                                  h0, h_max, max_steps, safety, fac_min, fac_max, status, value)  # fmt: skip

@@ -112,7 +112,7 @@ def _rolling_ball_rk4_kernel(steps, h, t0, y, y1, radius, inertia, shell_com, m_
     i = cuda.grid(1)
     if i < y.shape[0]:
         S = cuda.local.array((9, 15), y.dtype)
-        C = cuda.local.array((MAX_MASSES, 9), y.dtype)
+        C = cuda.local.array((MAX_MASSES, 10), y.dtype)
         _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
 
@@ -131,7 +131,7 @@ def _rolling_ball_dopri_kernel(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, 
     i = cuda.grid(1)
     if i < y.shape[0]:
         S = cuda.local.array((9, 15), y.dtype)
-        C = cuda.local.array((MAX_MASSES, 9), y.dtype)
+        C = cuda.local.array((MAX_MASSES, 10), y.dtype)
         _rolling_ball_dopri_body(i, H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, S, C, radius, inertia, shell_com, m_all,
                                  gravity, rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol,
                                  h0, h_max, max_steps, safety, fac_min, fac_max, status, value)  # fmt: skip

@@ -20,7 +20,8 @@ Arrays (``N`` balls, ``B`` = 1 or N rows, ``K`` masses):
   ``[F0, A, ν, φ]``: ``F_j = F0_j + A_j cos(ν_j t + φ_j)``, 2 ``force_tab`` (steps·3, B, 3)
   values at the RK4 stage times ``t, t + h/2, t + h`` (evaluated on the host);
 * state ``y`` (N, 13) or (N, 15) (layout of :mod:`granular.bodies.rolling_ball`), out ``y1``;
-* scratch ``S`` (9, 15) per ball (rows: state, stage state, stage slopes);
+* scratch ``S`` (9, 15) per ball (rows: state, stage state, stage slopes) and ``C``
+  (K, 10) (each mass's ``χ, χ̇, χ̈`` at the current stage time and its mass);
 * ``status`` (N, 4) int32, ``value`` (N,) float64: failure kind, step, quantity (a state
   column, 15 the step size, 16 the attempt count), 0.
 """
@@ -139,12 +140,28 @@ def build(jit, H):
         return zero, zero, zero
 
     @jit
-    def ball_rhs(T, i, t, S, yr, kr, ncol, C, fill, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                 act_par, force_mode, force_par, force_tab, ftab_row):  # fmt: skip
-        """``S[kr] = dy/dt`` at ``(t, S[yr])``, with the masses' kinematics in ``C`` (filled
-        first when ``fill``): (B.8) solved for Ω̇ as in (B.9)-(B.10),
+    def ball_params(T, i, radius, inertia, shell_com, m_all, C):
+        """The ball's constant parameters as scalars and tuples (the right-hand side then
+        takes no parameter arrays): ``r``, ``𝕀`` (9-tuple), ``χ0``, ``m0``; the masses
+        ``m_k`` go to ``C[k, 9]``."""
+        r = radius[row(radius, i)]
+        b = row(inertia, i)
+        I9 = (inertia[b, 0, 0], inertia[b, 0, 1], inertia[b, 0, 2], inertia[b, 1, 0], inertia[b, 1, 1],
+              inertia[b, 1, 2], inertia[b, 2, 0], inertia[b, 2, 1], inertia[b, 2, 2])  # fmt: skip
+        bc = row(shell_com, i)
+        com = (shell_com[bc, 0], shell_com[bc, 1], shell_com[bc, 2])
+        bm = row(m_all, i)
+        for k in range(m_all.shape[1] - 1):
+            C[k, 9] = m_all[bm, k + 1]
+        return r, I9, com, m_all[bm, 0]
+
+    @jit
+    def ball_rhs(T, t, S, yr, kr, ncol, C, K, r, I9, com, m0, gravity, F, has_force):
+        """``S[kr] = dy/dt`` at ``(t, S[yr])``: (B.8) solved for Ω̇ as in (B.9)-(B.10),
         ``Γ̇ = Γ × Ω`` (A.13), ``q̇ = ½ q Ω^♯`` (D.21), ``ż = r ω × e3``; with work columns
-        the rail actuation power ``Σ F_i·χ̇_i`` and the external power ``F_e·ż``.
+        the rail actuation power ``Σ F_i·χ̇_i`` and the external power ``F_e·ż``. The
+        masses' kinematics ``(χ, χ̇, χ̈, m)`` are the rows of ``C`` (``K`` masses), ``F`` the
+        spatial force at the centre.
 
         ``s_i = rΓ + χ_i``; ``(𝕀 + Σ m_i (|s_i|² 1 - s_i s_iᵀ)) Ω̇ = 𝕀Ω × Ω - rΓ̃ × Γ
         - Σ m_i s_i × [gΓ + Ω × (Ω × χ_i + 2χ̇_i) + χ̈_i]`` (i = 0 the shell).
@@ -154,31 +171,26 @@ def build(jit, H):
         q = (S[yr, 6], S[yr, 7], S[yr, 8], S[yr, 9])
         nq = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
         qn = (q[0] / nq, q[1] / nq, q[2] / nq, q[3] / nq)
-        r = radius[row(radius, i)]
-        bI = row(inertia, i)
-        I0 = (inertia[bI, 0, 0], inertia[bI, 0, 1], inertia[bI, 0, 2])
-        I1 = (inertia[bI, 1, 0], inertia[bI, 1, 1], inertia[bI, 1, 2])
-        I2 = (inertia[bI, 2, 0], inertia[bI, 2, 1], inertia[bI, 2, 2])
-        IOm = (dot3(I0, Om), dot3(I1, Om), dot3(I2, Om))
+        IOm = (I9[0] * Om[0] + I9[1] * Om[1] + I9[2] * Om[2], I9[3] * Om[0] + I9[4] * Om[1] + I9[5] * Om[2],
+               I9[6] * Om[0] + I9[7] * Om[1] + I9[8] * Om[2])  # fmt: skip
         rhs = cross3(IOm, Om)
-        bm = row(m_all, i)
-        if fill:
-            fill_kinematics(T, i, t, C, m_all.shape[1] - 1, rail_info, rail_par, act_par)
         zero = T(0.0)
-        sxx, syy, szz, sxy, sxz, syz = zero, zero, zero, zero, zero, zero
         rG = scale3(r, Gam)
-        for k in range(m_all.shape[1]):
-            m = m_all[bm, k]
-            if k == 0:
-                bc = row(shell_com, i)
-                chi = (shell_com[bc, 0], shell_com[bc, 1], shell_com[bc, 2])
-                dchi, ddchi = (zero, zero, zero), (zero, zero, zero)
-            else:
-                chi = (C[k - 1, 0], C[k - 1, 1], C[k - 1, 2])
-                dchi = (C[k - 1, 3], C[k - 1, 4], C[k - 1, 5])
-                ddchi = (C[k - 1, 6], C[k - 1, 7], C[k - 1, 8])
+        gG = scale3(gravity, Gam)
+        # the shell (i = 0: χ0 fixed in the body, at rest)
+        s = add3(rG, com)
+        inner = add3(gG, cross3(Om, cross3(Om, com)))
+        rhs = axpy3(-m0, cross3(s, inner), rhs)
+        ms = scale3(m0, s)
+        sxx, syy, szz = ms[0] * s[0], ms[1] * s[1], ms[2] * s[2]
+        sxy, sxz, syz = ms[0] * s[1], ms[0] * s[2], ms[1] * s[2]
+        for k in range(K):
+            m = C[k, 9]
+            chi = (C[k, 0], C[k, 1], C[k, 2])
+            dchi = (C[k, 3], C[k, 4], C[k, 5])
+            ddchi = (C[k, 6], C[k, 7], C[k, 8])
             s = add3(rG, chi)
-            inner = add3(add3(scale3(gravity, Gam), cross3(Om, axpy3(T(2.0), dchi, cross3(Om, chi)))), ddchi)
+            inner = add3(add3(gG, cross3(Om, axpy3(T(2.0), dchi, cross3(Om, chi)))), ddchi)
             rhs = axpy3(-m, cross3(s, inner), rhs)
             ms = scale3(m, s)
             sxx += ms[0] * s[0]
@@ -188,11 +200,11 @@ def build(jit, H):
             sxz += ms[0] * s[2]
             syz += ms[1] * s[2]
         Gt = (zero, zero, zero)
-        if force_mode != 0:
-            Gt = qrot_inv(T, qn, force(T, i, t, force_mode, force_par, force_tab, ftab_row))
+        if has_force:
+            Gt = qrot_inv(T, qn, F)
             rhs = sub3(rhs, scale3(r, cross3(Gt, Gam)))
-        Omd = sym3_solve(T, I0[0] + syy + szz, I0[1] - sxy, I0[2] - sxz, I1[1] + sxx + szz, I1[2] - syz,
-                         I2[2] + sxx + syy, rhs)  # fmt: skip
+        Omd = sym3_solve(T, I9[0] + syy + szz, I9[1] - sxy, I9[2] - sxz, I9[4] + sxx + szz, I9[5] - syz,
+                         I9[8] + sxx + syy, rhs)  # fmt: skip
         om = qrot(T, qn, Om)
         half = T(0.5)
         S[kr, 0], S[kr, 1], S[kr, 2] = Omd[0], Omd[1], Omd[2]
@@ -209,21 +221,30 @@ def build(jit, H):
             # u_i = Ω × s_i + χ̇_i, ṡ_i = r Γ × Ω + χ̇_i; power Σ_i F_i·χ̇_i (masses only)
             power = zero
             rGO = scale3(r, dG)
-            for k in range(1, m_all.shape[1]):
-                chi = (C[k - 1, 0], C[k - 1, 1], C[k - 1, 2])
-                dchi = (C[k - 1, 3], C[k - 1, 4], C[k - 1, 5])
-                ddchi = (C[k - 1, 6], C[k - 1, 7], C[k - 1, 8])
+            for k in range(K):
+                chi = (C[k, 0], C[k, 1], C[k, 2])
+                dchi = (C[k, 3], C[k, 4], C[k, 5])
+                ddchi = (C[k, 6], C[k, 7], C[k, 8])
                 s = add3(rG, chi)
                 u = add3(cross3(Om, s), dchi)
                 sd = add3(rGO, dchi)
                 A = add3(add3(add3(cross3(Omd, s), cross3(Om, sd)), ddchi), cross3(Om, u))
-                F = scale3(m_all[bm, k], axpy3(gravity, Gam, A))
-                power += dot3(F, dchi)
+                Fk = scale3(C[k, 9], axpy3(gravity, Gam, A))
+                power += dot3(Fk, dchi)
             S[kr, 13] = power
             p_ext = zero
-            if force_mode != 0:
+            if has_force:
                 p_ext = dot3(Gt, scale3(r, cross3(Om, Gam)))
             S[kr, 14] = p_ext
+
+    @jit
+    def ball_rhs_at(T, i, t, S, yr, kr, ncol, C, fill, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                    force_mode, force_par, force_tab):  # fmt: skip
+        """:func:`ball_rhs` at ``t``, filling the kinematics first when ``fill``."""
+        if fill:
+            fill_kinematics(T, i, t, C, K, rail_info, rail_par, act_par)
+        F = force(T, i, t, force_mode, force_par, force_tab, 0)
+        ball_rhs(T, t, S, yr, kr, ncol, C, K, r, I9, com, m0, gravity, F, force_mode != 0)
 
     @jit
     def project_and_check(T, S, yr, ncol):
@@ -250,27 +271,34 @@ def build(jit, H):
         """``steps`` RK4 steps of ball ``i``; ``q`` renormalised after each step."""
         T = y.dtype.type
         ncol = y.shape[1]
+        K = m_all.shape[1] - 1
         clear_status(T, i, status, value)
+        r, I9, com, m0 = ball_params(T, i, radius, inertia, shell_com, m_all, C)
+        has_force = force_mode != 0
         for c in range(ncol):
             S[0, c] = y[i, c]
         half = T(0.5)
         t = t0
         for j in range(steps):
             th = t + half * h
-            ball_rhs(T, i, t, S, 0, 2, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                     act_par, force_mode, force_par, force_tab, 3 * j)  # fmt: skip
+            # the masses' kinematics and the force depend on t only: the two stages at
+            # t + h/2 share them
+            fill_kinematics(T, i, t, C, K, rail_info, rail_par, act_par)
+            F = force(T, i, t, force_mode, force_par, force_tab, 3 * j)
+            ball_rhs(T, t, S, 0, 2, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             for c in range(ncol):
                 S[1, c] = S[0, c] + (half * h) * S[2, c]
-            ball_rhs(T, i, th, S, 1, 3, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 3 * j + 1)  # fmt: skip
+            fill_kinematics(T, i, th, C, K, rail_info, rail_par, act_par)
+            F = force(T, i, th, force_mode, force_par, force_tab, 3 * j + 1)
+            ball_rhs(T, th, S, 1, 3, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             for c in range(ncol):
                 S[1, c] = S[0, c] + (half * h) * S[3, c]
-            ball_rhs(T, i, th, S, 1, 4, ncol, C, False, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 3 * j + 1)  # fmt: skip
+            ball_rhs(T, th, S, 1, 4, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             for c in range(ncol):
                 S[1, c] = S[0, c] + h * S[4, c]
-            ball_rhs(T, i, t + h, S, 1, 5, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                     act_par, force_mode, force_par, force_tab, 3 * j + 2)  # fmt: skip
+            fill_kinematics(T, i, t + h, C, K, rail_info, rail_par, act_par)
+            F = force(T, i, t + h, force_mode, force_par, force_tab, 3 * j + 2)
+            ball_rhs(T, t + h, S, 1, 5, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             sixth = h / T(6.0)
             for c in range(ncol):
                 S[1, c] = S[0, c] + sixth * (S[2, c] + T(2.0) * (S[3, c] + S[4, c]) + S[5, c])
@@ -316,14 +344,16 @@ def build(jit, H):
         """
         T = y.dtype.type
         ncol = y.shape[1]
+        K = m_all.shape[1] - 1
         clear_status(T, i, status, value)
+        r, I9, com, m0 = ball_params(T, i, radius, inertia, shell_com, m_all, C)
         target = t0 + H
         t = t0
         for c in range(ncol):
             S[0, c] = y[i, c]
         # rows: 0 y, 1 stage / new y, 2..8 k1..k7
-        ball_rhs(T, i, t, S, 0, 2, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
-                 force_mode, force_par, force_tab, 0)  # fmt: skip
+        ball_rhs_at(T, i, t, S, 0, 2, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                    force_mode, force_par, force_tab)  # fmt: skip
         h = dt[i]
         if not (h > T(0.0)):
             if h0 > T(0.0):
@@ -339,8 +369,8 @@ def build(jit, H):
                     hh = T(0.01) * d0 / max(d1, T(1e-300))
                 for c in range(ncol):
                     S[1, c] = S[0, c] + hh * S[2, c]
-                ball_rhs(T, i, t + hh, S, 1, 3, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                         act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+                ball_rhs_at(T, i, t + hh, S, 1, 3, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
                 for c in range(ncol):
                     S[8, c] = S[3, c] - S[2, c]
                 d2 = rms_scaled(T, S, 8, 0, 0, ncol, rtol, atol, False) / hh
@@ -373,31 +403,31 @@ def build(jit, H):
                 return
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A21) * S[2, c])
-            ball_rhs(T, i, t + T(C2) * hs, S, 1, 3, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + T(C2) * hs, S, 1, 3, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A31) * S[2, c] + T(A32) * S[3, c])
-            ball_rhs(T, i, t + T(C3) * hs, S, 1, 4, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + T(C3) * hs, S, 1, 4, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A41) * S[2, c] + T(A42) * S[3, c] + T(A43) * S[4, c])
-            ball_rhs(T, i, t + T(C4) * hs, S, 1, 5, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + T(C4) * hs, S, 1, 5, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A51) * S[2, c] + T(A52) * S[3, c] + T(A53) * S[4, c] + T(A54) * S[5, c])
-            ball_rhs(T, i, t + T(C5) * hs, S, 1, 6, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info,
-                     rail_par, act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + T(C5) * hs, S, 1, 6, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A61) * S[2, c] + T(A62) * S[3, c] + T(A63) * S[4, c] + T(A64) * S[5, c]
                                           + T(A65) * S[6, c])  # fmt: skip
-            ball_rhs(T, i, t + hs, S, 1, 7, ncol, C, True, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                     act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + hs, S, 1, 7, ncol, C, True, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             for c in range(ncol):
                 S[1, c] = S[0, c] + hs * (T(A71) * S[2, c] + T(A73) * S[4, c] + T(A74) * S[5, c] + T(A75) * S[6, c]
                                           + T(A76) * S[7, c])  # fmt: skip
             bad = project_and_check(T, S, 1, ncol)  # the 5th-order solution, projected before the FSAL stage
-            ball_rhs(T, i, t + hs, S, 1, 8, ncol, C, False, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
-                     act_par, force_mode, force_par, force_tab, 0)  # fmt: skip
+            ball_rhs_at(T, i, t + hs, S, 1, 8, ncol, C, False, K, r, I9, com, m0, gravity, rail_info, rail_par, act_par,
+                        force_mode, force_par, force_tab)  # fmt: skip
             err = T(0.0)
             for c in range(ncol):
                 e = hs * (T(E1) * S[2, c] + T(E3) * S[4, c] + T(E4) * S[5, c] + T(E5) * S[6, c] + T(E6) * S[7, c]
