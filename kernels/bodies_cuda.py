@@ -8,6 +8,7 @@ go to the default stream, like CuPy's own work. :data:`KERNELS` lists the ``cuda
 kernels behind each launcher (the tests compile each one to PTX).
 """
 
+import contextlib
 import os
 
 from numba import cuda
@@ -44,6 +45,11 @@ _hamiltonian_body = L.hamiltonian_body
 _director_body = D.director_body
 
 name = "cuda"
+
+
+def threads_for(n):
+    """The CPU twin's thread choice; nothing to choose on the GPU."""
+    return contextlib.nullcontext()
 
 
 def _grid(n):

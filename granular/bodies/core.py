@@ -34,6 +34,7 @@ scenes, ensembles and studies look schemes up there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 import operator
@@ -124,8 +125,7 @@ class BodyState:
 
     def array_names(self) -> tuple:
         """Names of the array fields, in declaration order (fields holding arrays)."""
-        return tuple(f.name for f in dataclasses.fields(self)
-                     if f.name not in ("t", "step") and hasattr(getattr(self, f.name), "shape"))  # fmt: skip
+        return tuple(k for k in _field_names(type(self)) if hasattr(getattr(self, k), "shape"))
 
     def arrays(self) -> dict:
         return {k: getattr(self, k) for k in self.array_names()}
@@ -137,6 +137,11 @@ class BodyState:
 
     def copy(self):
         return dataclasses.replace(self, **{k: a.copy() for k, a in self.arrays().items()})
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("t", "step"))
 
 
 # ---------------------------------------------------------------------------- checks
@@ -258,7 +263,8 @@ class Scheme:
 
     def _block(self, state, h, k):
         out, (status, value) = self._buffers(state)
-        self._launch(state, out, h, k, status, value)
+        with self.kernels.threads_for(state.n):
+            self._launch(state, out, h, k, status, value)
         if int(status[:, 0].max()) == 0:  # the one read-back of the block
             self._commit(state, out, h, k)
             return
@@ -268,7 +274,8 @@ class Scheme:
         first = int(st[failed, 1].min())
         body = int(failed[st[failed, 1] == first][0])
         if first > 1:  # every body up to the step before the failure (same values, bit for bit)
-            self._launch(state, out, h, first - 1, status, value)
+            with self.kernels.threads_for(state.n):
+                self._launch(state, out, h, first - 1, status, value)
             self._commit(state, out, h, first - 1)
         raise self._error(body, state.step + 1, st[body], float(val[body]),
                           int(np.count_nonzero(st[failed, 1] == first)), state)

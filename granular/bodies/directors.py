@@ -484,7 +484,7 @@ class DirectorScheme(Scheme):
             c = _rows_of(m.material, n, "moment.material", (2, 3))
             self._check_width(c)
             mc = _pad3(xp, c)[None]
-        prof = np.vectorize(m.factor, otypes=[float])(times)
+        prof = np.array([[m.factor(t) for t in row] for row in times])
         return flags, xp.ascontiguousarray(ms), xp.ascontiguousarray(mc), self.backend.asarray(prof)
 
     def _launch(self, state, out, h, k, status, value):

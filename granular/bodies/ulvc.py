@@ -444,7 +444,7 @@ class _ULVCScheme(Scheme):
         if self.loads is None or self.loads.scale is None:
             s = self._ones[:k]
         else:
-            s = np.vectorize(lambda t: float(self.loads.scale(t)))(self._times(state, h, k, (0.0, 0.5, 1.0)))
+            s = np.array([[float(self.loads.scale(t)) for t in row] for row in self._times(state, h, k, (0.0, 0.5, 1.0))])
         return self.backend.asarray(np.ascontiguousarray(s))
 
     def _point_potential(self, state):
