@@ -1,8 +1,10 @@
 """Batched Newton solver for N independent small nonlinear systems ``r_b(x_b) = 0``.
 
-Every implicit body scheme (directors and the non-twisting frame, paper 000; the Livens
-quaternion scheme, paper 002) solves one small system of ``k`` equations per body and
-step. :func:`solve` solves all ``N`` of them together on the backend's arrays: one call of
+The array-based implicit schemes (the general Livens scheme (72) for a user
+``MechanicalSystem`` and the multibody closed loop of paper 002) solve one system of
+``k`` equations per system and step; the single-body schemes do their Newton iterations
+inside their per-body kernels instead (``kernels/bodies_*.py``). :func:`solve` solves all
+``N`` of them together on the backend's arrays: one call of
 the residual-and-Jacobian function per iteration for the whole batch, one batched dense
 solve ``xp.linalg.solve`` on the ``(N, k, k)`` stack, and per-body convergence tracking.
 
