@@ -229,11 +229,11 @@ def test_batched_equals_alone(cls, backend, rng):
     """1000 heavy tops with random inertia, mass, centre of mass, orientation and ω in one
     batch give each top's trajectory alone to 1e-12 (a random sample of 25 here; all 1000
     in the long test)."""
-    n, steps, h = 1000, 8, 0.004
+    n, steps, h = (1000, 8, 0.004) if backend.name == "cpu" else (16, 4, 0.004)  # the simulator runs Python
     sch, s, q0, w0 = _heavy_top_random(rng, n, cls, backend)
     sch.run(s, h, steps)
     qB, pB = backend.to_host(s.q), backend.to_host(s.p)
-    for b in rng.choice(n, 25, replace=False):
+    for b in rng.choice(n, min(n, 25), replace=False):
         sl = slice(int(b), int(b) + 1)
         one = cls(sch.J[sl], mass=sch.mass[sl], center_of_mass=sch.center_of_mass[sl], gravity=[0.0, 0.0, -9.81],
                   backend=backend)  # fmt: skip

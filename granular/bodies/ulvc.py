@@ -434,18 +434,14 @@ class _ULVCScheme(Scheme):
         self.bodies, self.loads, self.n = bodies, loads, bodies.n
         self._init_backend(bodies.backend)
         self._flags, *self._load_arrays = _load_arrays(self, loads)
-        self._ones = np.ones((self.max_block, 3))
-
-    def block_steps(self):
-        return self.max_block
+        self._ones = self.backend.asarray(np.ones((self.max_block, 3)))
 
     def _scales(self, state, h, k):
         """(k, 3) load factors at ``t``, ``t + h/2``, ``t + h`` of each step (host-evaluated)."""
         if self.loads is None or self.loads.scale is None:
-            s = self._ones[:k]
-        else:
-            s = np.array([[float(self.loads.scale(t)) for t in row] for row in self._times(state, h, k, (0.0, 0.5, 1.0))])
-        return self.backend.asarray(np.ascontiguousarray(s))
+            return self._ones[:k]
+        times = self._times(state, h, k, (0.0, 0.5, 1.0))
+        return self.backend.asarray(np.array([[float(self.loads.scale(t)) for t in row] for row in times]))
 
     def _point_potential(self, state):
         """``-s(t) Σ_k f_k·(x + R y_k)`` of the spatial point forces (dead loads) [M L²/T²]."""
