@@ -39,18 +39,22 @@ Summary columns (each an (N,) array; units of the scene):
 (final time [T]), ``x``, ``y``, ``z`` (final centre-of-mass / body position [L]),
 ``q0..q3`` (final orientation, body -> spatial), ``omega_x..z`` (spatial angular velocity
 [1/T]), ``Omega_1..3`` (body angular velocity [1/T]), ``energy0`` and ``energy_error``
-(the scheme's conserved energy: directors/nontwisting ``K``; ulvc ``T + U_gravity``;
-livens the generalized energy (74); rolling ball ``E - W``; absolute drift
-``E(t_end) - E(0)`` [M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
+(the scheme's conserved energy, see below; absolute drift ``E(t_end) - E(0)``
+[M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
 ``L_error_x..z`` and ``L_error_norm`` (spatial angular momentum drift [M L²/T]; NaN for
 the rolling ball and for the components a body does not conserve, e.g. the heavy top's
 horizontal ones; the norm is over the conserved components), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
 ``flip_time`` (first time that body-axis component changes sign, linearly interpolated
 between steps [T]; NaN when it never flips: the event of the unstable (intermediate-axis)
 rotation; note that :mod:`granular.validation.ulvc` times a flip by the zero crossing of
-a body point's ``p_z`` instead, a different event). A chunk whose
-step fails (Newton not converged, non-finite state) raises; there is no per-body failure
-column. With ``--scheduler``, ``file(...)`` paths must be readable by the workers.
+a body point's ``p_z`` instead, a different event). The energy and momentum columns come
+from the scheme's ``invariants(state)`` (:mod:`granular.bodies.core`): directors and the
+non-twisting body ``K``; ulvc ``T + U`` of its dead loads; livens the scheme's conserved
+energy (the generalized energy (74), the Hamiltonian for EMH and MPH); rolling ball
+``E - W``. A chunk whose step fails (Newton not converged, non-finite state) raises a
+:class:`~granular.bodies.core.BodyError` naming the body (its index within the chunk) and
+the step; there is no per-body failure column. With ``--scheduler``, ``file(...)`` paths
+must be readable by the workers.
 
 ``granular ensemble`` writes each chunk's rows as the chunk finishes
 (:mod:`granular.ensemble_store`), so an interrupted ensemble keeps them and ``--resume``
@@ -330,41 +334,17 @@ def chunk_table(spec: EnsembleSpec, start: int, stop: int, idx=None) -> tuple[di
 
 
 def _omega_body(system):
-    """Body angular velocity (N, 3) on the backend for any adapter."""
-    name = type(system).__name__
-    s = system.state
-    if name == "DirectorSystem":
-        from .bodies.directors import angular_velocity
-
-        w = angular_velocity(s.d, s.v)
-        return (s.d * w[:, None, :]).sum(axis=-1)  # d[:, j] is director j
-    if name == "ULVCSystem":
-        return s.velocities(system.bodies)[1]
-    if name == "LivensSystem":
-        return system.scheme.body_angular_velocity(s)
-    return s.y[:, 0:3]
+    """Body angular velocity (N, 3) on the backend (the scheme's own definition)."""
+    return system.scheme.body_angular_velocity(system.state)
 
 
 def _invariants(system):
-    """``(energy (N,), L (N, 3) or None)`` host arrays: the scheme's conserved energy and
-    spatial angular momentum."""
-    name = type(system).__name__
-    s, h = system.state, system.host
-    if name == "DirectorSystem":
-        sch = system.scheme
-        return h(sch.kinetic_energy(s)), h(sch.spatial_angular_momentum(s))
-    if name == "ULVCSystem":
-        u, b = system._ulvc, system.bodies
-        E = h(u.kinetic_energy(b, s)).copy()
-        if system.gravity is not None:
-            m = np.broadcast_to(h(b.mass), (system.n,))
-            E = E - m * (h(s.x) @ system.gravity)
-        return E, h(u.angular_momentum(b, s))
-    if name == "LivensSystem":
-        sch = system.scheme
-        return h(sch.generalized_energy(s)), h(sch.angular_momentum(s))
-    inv = system.model.invariants(s)
-    return h(inv["energy_balance"]), None
+    """``(energy (N,), L (N, 3) or None)`` host arrays: the energy the scheme conserves
+    (``scheme.energy_key`` of its invariants) and the spatial angular momentum, when the
+    scheme has one."""
+    inv = system.scheme.invariants(system.state)
+    L = inv.get("angular_momentum")
+    return system.host(inv[system.scheme.energy_key]), None if L is None else system.host(L)
 
 
 def _conserved_L(cfg, m) -> np.ndarray:
