@@ -373,9 +373,10 @@ def _conserved_L(cfg, m) -> np.ndarray:
     return keep
 
 
-def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
+def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     """Build bodies ``start..stop-1`` as one batched system, run ``spec.steps`` steps of
-    ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``."""
+    ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``.
+    ``progress(steps_done)`` is called now and then during the run (in-process runs)."""
     from .backend import get_backend
     from .bodies.scene_config import parse_bodies
     from .bodies.scene_systems import build_system
@@ -408,6 +409,8 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
         for k in range(spec.steps):
             if k == kill_at:
                 os._exit(1)
+            if progress is not None and k % 64 == 0:
+                progress(k)
             t_prev = system.time
             system.step(dt)
             cur = _omega_body(system)[rows, axis]
@@ -542,7 +545,7 @@ def collect(parts, n: int) -> dict:
 
 
 def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", client=None, steps=None, time=None,
-                 summaries=None, retries=3, _kill_once_dir=None, store=None) -> dict:  # fmt: skip
+                 summaries=None, retries=3, _kill_once_dir=None, store=None, progress=None) -> dict:  # fmt: skip
     """Run ``n`` bodies of the ``[bodies]`` scene ``scene`` (a path or a loaded
     :class:`~granular.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
     ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
@@ -558,18 +561,26 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     :class:`~granular.scene.SceneError` (bad scene), and a chunk's step failure.
 
     ``store``: a :class:`~granular.ensemble_store.ChunkStore`; each chunk's table is saved
-    there as it comes back, and chunks already there are not run again (resume)."""
+    there as it comes back, and chunks already there are not run again (resume).
+
+    ``progress``: a :class:`Progress` told of the steps taken (in-process runs) and of
+    every finished chunk."""
     spec = make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
     if _kill_once_dir is not None:
         spec.kill_once_dir = str(_kill_once_dir)
     bounds = chunk_bounds(spec.n, chunk_size)
+    if progress is None:
+        progress = Progress(spec.n, spec.steps, len(bounds), stream=None)
     if store is not None:
         done = store.done()
         todo = [ab for ab in bounds if ab not in done]
-        parts = _stored_run(spec, todo, store, client, retries)
+        progress.start([ab for ab in bounds if ab in done])
+        parts = _stored_run(spec, todo, store, client, retries, progress)
         table = collect(itertools.chain((store.load(a, b) for a, b in bounds if (a, b) in done), parts), spec.n)
     elif client is None:
-        table = collect((run_chunk(spec, a, b) for a, b in bounds), spec.n)
+        progress.start([])
+        table = collect((progress.finished(a, b, run_chunk(spec, a, b, progress.stepper(a, b))) for a, b in bounds),
+                        spec.n)  # fmt: skip
     else:
         from dask.distributed import as_completed
 
@@ -591,12 +602,72 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     return table
 
 
-def _stored_run(spec, bounds, store, client, retries):
+class Progress:
+    """Progress lines of an ensemble on ``stream`` (None: silent): the share of
+    body-steps done, the rate and the time left, the first after ``first`` seconds and
+    then at most every ``every`` seconds, from the steps inside a chunk (in-process runs)
+    and from finished chunks (Dask)."""
+
+    def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic):
+        self.total, self.steps, self.chunks, self.stream = n * steps, steps, chunks, stream
+        self.first, self.every, self.clock = first, every, clock
+        self.done = self.chunks_done = 0
+        self.resumed = 0
+        self.t0 = self.next = None
+
+    def start(self, done_bounds) -> None:
+        self.chunks_done = len(done_bounds)
+        self.done = self.resumed = sum((b - a) * self.steps for a, b in done_bounds)
+        self.t0 = self.clock()
+        self.next = self.t0 + self.first
+
+    def stepper(self, a, b):
+        """``progress(k)`` for :func:`run_chunk` of bodies ``a..b-1``."""
+        base = self.done
+
+        def progress(k):
+            self._maybe_print(base + k * (b - a))
+
+        return progress
+
+    def finished(self, a, b, part):
+        """Count the chunk ``a..b-1`` as done; returns ``part`` (its table)."""
+        self.chunks_done += 1
+        self.done += (b - a) * self.steps
+        self._maybe_print(self.done)
+        return part
+
+    def line(self, done) -> str:
+        elapsed = self.clock() - self.t0
+        rate = (done - self.resumed) / elapsed if elapsed > 0 else 0.0
+        left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 else ""
+        return (f"granular ensemble: {100.0 * done / max(self.total, 1):.0f} % ({done:,} of {self.total:,} "
+                f"body-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} body-steps/s{left}")
+
+    def _maybe_print(self, done) -> None:
+        if self.stream is None or self.clock() < self.next or done >= self.total:
+            return
+        print(self.line(done), file=self.stream, flush=True)
+        self.next = self.clock() + self.every
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} days"
+
+
+def _stored_run(spec, bounds, store, client, retries, progress):
     """Run the chunks ``bounds`` (in process or on ``client``) and save each to ``store`` as
     it comes back; yields their tables."""
     if client is None:
         for a, b in bounds:
-            yield store.save(run_chunk(spec, a, b))
+            yield progress.finished(a, b, store.save(run_chunk(spec, a, b, progress.stepper(a, b))))
         return
     from dask.distributed import as_completed
 
@@ -604,7 +675,7 @@ def _stored_run(spec, bounds, store, client, retries):
                          retries=retries, pure=False)  # fmt: skip
     for fut, part in as_completed(futures, with_results=True):
         fut.release()
-        yield store.save(part)
+        yield progress.finished(int(part["body"][0]), int(part["body"][0]) + len(part["body"]), store.save(part))
 
 
 # ----------------------------------------------------------------- output
@@ -798,9 +869,11 @@ def main(argv=None) -> int:
                 cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None)  # fmt: skip
                 client = Client(cluster)
+        progress = Progress(args.n, spec.steps, len(chunk_bounds(args.n, args.chunk)),
+                            stream=None if args.quiet else sys.stderr)  # fmt: skip
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
                              client=client, steps=args.steps, time=args.time, retries=args.retries,
-                             store=store)  # fmt: skip
+                             store=store, progress=progress)  # fmt: skip
     except EnsembleSpecError as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2
