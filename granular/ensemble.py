@@ -652,7 +652,7 @@ class Progress:
 
 
 def _duration(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 120:
         return f"{s} s"
     if s < 7200:

@@ -236,7 +236,7 @@ def test_newton_euler_scipy_agrees_with_reduced_equations_on_a_random_rail():
 
 def test_batched_equals_alone_rk4_and_dormand_prince(backend):
     # the CUDA simulator runs each ball's law as Python: a short run there
-    size = dict(n=2, steps=3, t_dp=0.02) if backend.simulated else dict(n=4, steps=30, t_dp=0.5)
+    size = {"n": 2, "steps": 3, "t_dp": 0.02} if backend.simulated else {"n": 4, "steps": 30, "t_dp": 0.5}
     out = study.batch_vs_alone(backend=backend, **size)
     assert out["rk4"] <= 1e-14 and out["dp"] <= 1e-14
 
