@@ -1,7 +1,7 @@
 # Convenience targets; each is one plain command you can also type.
 PY ?= python
 
-.PHONY: install test test-long run validate bench info gpu-check
+.PHONY: install test test-long run validate bench bench-bodies gpu-check info
 
 install:            ## install with the test extras (editable)
 	$(PY) -m pip install -e ".[test]"
@@ -16,7 +16,7 @@ run:                ## the README's main job: torus impact to out/torus_impact
 	granular run scenes/torus_impact.toml --out out/torus_impact
 
 validate:           ## paper reproductions, figures and plots in out/validate
-	for s in pendulum torus nontwisting ulvc; do granular validate $$s --out out/validate || exit 1; done
+	for s in pendulum torus nontwisting ulvc livens rollingball; do granular validate $$s --out out/validate || exit 1; done
 
 bench:              ## throughput on the CPU: block impact, Hertz spheres, torus
 	$(PY) -m granular bench --backend cpu --n 10,22,40,100 --spheres 10000,100000 --precision float64,float32
@@ -32,6 +32,11 @@ gpu-check:          ## on a GPU machine: GPU tests, CPU/GPU agreement, GPU bench
 		--precision float64,float32 --json $(OUT)/bench-gpu.json 2>&1 | tee $(OUT)/bench-gpu.log
 	$(PY) -m granular bench --backend gpu --eager --workload torus,spheres --spheres 10000 \
 		--json $(OUT)/bench-gpu-eager.json 2>&1 | tee $(OUT)/bench-gpu-eager.log
+	for b in ulvc rolling_ball livens nontwisting; do $(PY) bench/bench_$$b.py --backend gpu --sizes 1e3,1e6 --old-max 1e6 \
+		2>&1 | tee $(OUT)/bench-$$b.log || exit 1; done
+
+bench-bodies:       ## body schemes: per-body kernels beside the array code they replaced (CPU and GPU)
+	for b in ulvc rolling_ball livens nontwisting; do $(PY) bench/bench_$$b.py --backend all --sizes 1e3,1e4,1e5 || exit 1; done
 
 info:
 	granular info

@@ -39,18 +39,22 @@ Summary columns (each an (N,) array; units of the scene):
 (final time [T]), ``x``, ``y``, ``z`` (final centre-of-mass / body position [L]),
 ``q0..q3`` (final orientation, body -> spatial), ``omega_x..z`` (spatial angular velocity
 [1/T]), ``Omega_1..3`` (body angular velocity [1/T]), ``energy0`` and ``energy_error``
-(the scheme's conserved energy: directors/nontwisting ``K``; ulvc ``T + U_gravity``;
-livens the generalized energy (74); rolling ball ``E - W``; absolute drift
-``E(t_end) - E(0)`` [M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
+(the scheme's conserved energy, see below; absolute drift ``E(t_end) - E(0)``
+[M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
 ``L_error_x..z`` and ``L_error_norm`` (spatial angular momentum drift [M L²/T]; NaN for
 the rolling ball and for the components a body does not conserve, e.g. the heavy top's
 horizontal ones; the norm is over the conserved components), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and
 ``flip_time`` (first time that body-axis component changes sign, linearly interpolated
 between steps [T]; NaN when it never flips: the event of the unstable (intermediate-axis)
 rotation; note that :mod:`granular.validation.ulvc` times a flip by the zero crossing of
-a body point's ``p_z`` instead, a different event). A chunk whose
-step fails (Newton not converged, non-finite state) raises; there is no per-body failure
-column. With ``--scheduler``, ``file(...)`` paths must be readable by the workers.
+a body point's ``p_z`` instead, a different event). The energy and momentum columns come
+from the scheme's ``invariants(state)`` (:mod:`granular.bodies.core`): directors and the
+non-twisting body ``K``; ulvc ``T + U`` of its dead loads; livens the scheme's conserved
+energy (the generalized energy (74), the Hamiltonian for EMH and MPH); rolling ball
+``E - W``. A chunk whose step fails (Newton not converged, non-finite state) raises a
+:class:`~granular.bodies.core.BodyError` naming the body (its index within the chunk) and
+the step; there is no per-body failure column. With ``--scheduler``, ``file(...)`` paths
+must be readable by the workers.
 
 ``granular ensemble`` writes each chunk's rows as the chunk finishes
 (:mod:`granular.ensemble_store`), so an interrupted ensemble keeps them and ``--resume``
@@ -330,41 +334,17 @@ def chunk_table(spec: EnsembleSpec, start: int, stop: int, idx=None) -> tuple[di
 
 
 def _omega_body(system):
-    """Body angular velocity (N, 3) on the backend for any adapter."""
-    name = type(system).__name__
-    s = system.state
-    if name == "DirectorSystem":
-        from .bodies.directors import angular_velocity
-
-        w = angular_velocity(s.d, s.v)
-        return (s.d * w[:, None, :]).sum(axis=-1)  # d[:, j] is director j
-    if name == "ULVCSystem":
-        return s.velocities(system.bodies)[1]
-    if name == "LivensSystem":
-        return system.scheme.body_angular_velocity(s)
-    return s.y[:, 0:3]
+    """Body angular velocity (N, 3) on the backend (the scheme's own definition)."""
+    return system.scheme.body_angular_velocity(system.state)
 
 
 def _invariants(system):
-    """``(energy (N,), L (N, 3) or None)`` host arrays: the scheme's conserved energy and
-    spatial angular momentum."""
-    name = type(system).__name__
-    s, h = system.state, system.host
-    if name == "DirectorSystem":
-        sch = system.scheme
-        return h(sch.kinetic_energy(s)), h(sch.spatial_angular_momentum(s))
-    if name == "ULVCSystem":
-        u, b = system._ulvc, system.bodies
-        E = h(u.kinetic_energy(b, s)).copy()
-        if system.gravity is not None:
-            m = np.broadcast_to(h(b.mass), (system.n,))
-            E = E - m * (h(s.x) @ system.gravity)
-        return E, h(u.angular_momentum(b, s))
-    if name == "LivensSystem":
-        sch = system.scheme
-        return h(sch.generalized_energy(s)), h(sch.angular_momentum(s))
-    inv = system.model.invariants(s)
-    return h(inv["energy_balance"]), None
+    """``(energy (N,), L (N, 3) or None)`` host arrays: the energy the scheme conserves
+    (``scheme.energy_key`` of its invariants) and the spatial angular momentum, when the
+    scheme has one."""
+    inv = system.scheme.invariants(system.state)
+    L = inv.get("angular_momentum")
+    return system.host(inv[system.scheme.energy_key]), None if L is None else system.host(L)
 
 
 def _conserved_L(cfg, m) -> np.ndarray:
@@ -393,9 +373,10 @@ def _conserved_L(cfg, m) -> np.ndarray:
     return keep
 
 
-def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
+def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     """Build bodies ``start..stop-1`` as one batched system, run ``spec.steps`` steps of
-    ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``."""
+    ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``.
+    ``progress(steps_done)`` is called now and then during the run (in-process runs)."""
     from .backend import get_backend
     from .bodies.scene_config import parse_bodies
     from .bodies.scene_systems import build_system
@@ -428,6 +409,8 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int) -> dict:
         for k in range(spec.steps):
             if k == kill_at:
                 os._exit(1)
+            if progress is not None and k % 64 == 0:
+                progress(k)
             t_prev = system.time
             system.step(dt)
             cur = _omega_body(system)[rows, axis]
@@ -562,7 +545,7 @@ def collect(parts, n: int) -> dict:
 
 
 def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", client=None, steps=None, time=None,
-                 summaries=None, retries=3, _kill_once_dir=None, store=None) -> dict:  # fmt: skip
+                 summaries=None, retries=3, _kill_once_dir=None, store=None, progress=None) -> dict:  # fmt: skip
     """Run ``n`` bodies of the ``[bodies]`` scene ``scene`` (a path or a loaded
     :class:`~granular.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
     ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
@@ -578,18 +561,26 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     :class:`~granular.scene.SceneError` (bad scene), and a chunk's step failure.
 
     ``store``: a :class:`~granular.ensemble_store.ChunkStore`; each chunk's table is saved
-    there as it comes back, and chunks already there are not run again (resume)."""
+    there as it comes back, and chunks already there are not run again (resume).
+
+    ``progress``: a :class:`Progress` told of the steps taken (in-process runs) and of
+    every finished chunk."""
     spec = make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
     if _kill_once_dir is not None:
         spec.kill_once_dir = str(_kill_once_dir)
     bounds = chunk_bounds(spec.n, chunk_size)
+    if progress is None:
+        progress = Progress(spec.n, spec.steps, len(bounds), stream=None)
     if store is not None:
         done = store.done()
         todo = [ab for ab in bounds if ab not in done]
-        parts = _stored_run(spec, todo, store, client, retries)
+        progress.start([ab for ab in bounds if ab in done])
+        parts = _stored_run(spec, todo, store, client, retries, progress)
         table = collect(itertools.chain((store.load(a, b) for a, b in bounds if (a, b) in done), parts), spec.n)
     elif client is None:
-        table = collect((run_chunk(spec, a, b) for a, b in bounds), spec.n)
+        progress.start([])
+        table = collect((progress.finished(a, b, run_chunk(spec, a, b, progress.stepper(a, b))) for a, b in bounds),
+                        spec.n)  # fmt: skip
     else:
         from dask.distributed import as_completed
 
@@ -611,12 +602,72 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     return table
 
 
-def _stored_run(spec, bounds, store, client, retries):
+class Progress:
+    """Progress lines of an ensemble on ``stream`` (None: silent): the share of
+    body-steps done, the rate and the time left, the first after ``first`` seconds and
+    then at most every ``every`` seconds, from the steps inside a chunk (in-process runs)
+    and from finished chunks (Dask)."""
+
+    def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic):
+        self.total, self.steps, self.chunks, self.stream = n * steps, steps, chunks, stream
+        self.first, self.every, self.clock = first, every, clock
+        self.done = self.chunks_done = 0
+        self.resumed = 0
+        self.t0 = self.next = None
+
+    def start(self, done_bounds) -> None:
+        self.chunks_done = len(done_bounds)
+        self.done = self.resumed = sum((b - a) * self.steps for a, b in done_bounds)
+        self.t0 = self.clock()
+        self.next = self.t0 + self.first
+
+    def stepper(self, a, b):
+        """``progress(k)`` for :func:`run_chunk` of bodies ``a..b-1``."""
+        base = self.done
+
+        def progress(k):
+            self._maybe_print(base + k * (b - a))
+
+        return progress
+
+    def finished(self, a, b, part):
+        """Count the chunk ``a..b-1`` as done; returns ``part`` (its table)."""
+        self.chunks_done += 1
+        self.done += (b - a) * self.steps
+        self._maybe_print(self.done)
+        return part
+
+    def line(self, done) -> str:
+        elapsed = self.clock() - self.t0
+        rate = (done - self.resumed) / elapsed if elapsed > 0 else 0.0
+        left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 else ""
+        return (f"granular ensemble: {100.0 * done / max(self.total, 1):.0f} % ({done:,} of {self.total:,} "
+                f"body-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} body-steps/s{left}")
+
+    def _maybe_print(self, done) -> None:
+        if self.stream is None or self.clock() < self.next or done >= self.total:
+            return
+        print(self.line(done), file=self.stream, flush=True)
+        self.next = self.clock() + self.every
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} days"
+
+
+def _stored_run(spec, bounds, store, client, retries, progress):
     """Run the chunks ``bounds`` (in process or on ``client``) and save each to ``store`` as
     it comes back; yields their tables."""
     if client is None:
         for a, b in bounds:
-            yield store.save(run_chunk(spec, a, b))
+            yield progress.finished(a, b, store.save(run_chunk(spec, a, b, progress.stepper(a, b))))
         return
     from dask.distributed import as_completed
 
@@ -624,7 +675,7 @@ def _stored_run(spec, bounds, store, client, retries):
                          retries=retries, pure=False)  # fmt: skip
     for fut, part in as_completed(futures, with_results=True):
         fut.release()
-        yield store.save(part)
+        yield progress.finished(int(part["body"][0]), int(part["body"][0]) + len(part["body"]), store.save(part))
 
 
 # ----------------------------------------------------------------- output
@@ -818,9 +869,11 @@ def main(argv=None) -> int:
                 cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None)  # fmt: skip
                 client = Client(cluster)
+        progress = Progress(args.n, spec.steps, len(chunk_bounds(args.n, args.chunk)),
+                            stream=None if args.quiet else sys.stderr)  # fmt: skip
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
                              client=client, steps=args.steps, time=args.time, retries=args.retries,
-                             store=store)  # fmt: skip
+                             store=store, progress=progress)  # fmt: skip
     except EnsembleSpecError as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2

@@ -78,7 +78,11 @@ _configured = {}
 def _launch(kernel, n):
     """``kernel`` configured for ``n`` threads on the current stream; configurations are
     made once per (kernel, size, stream) and reused (arguments are numba device arrays
-    made once, see :func:`to_device`)."""
+    made once, see :func:`to_device`). The CUDA simulator's ``kernel[...]`` sets the
+    configuration on the kernel object itself and returns it, so there every launch
+    configures afresh."""
+    if SIMULATED:
+        return kernel[max(1, (n + TPB - 1) // TPB), TPB, _stream[0]]
     key = (kernel, n, _stream[0])
     cfg = _configured.get(key)
     if cfg is None:

@@ -158,7 +158,7 @@ def _ulvc():
 
     bodies = vu.build_bodies()
     s = vu.initial_state(bodies)
-    integ = ulvc.LieGroupRK4()
+    integ = ulvc.LieGroupRK4(bodies)
 
     def record():
         U, Om = bodies.velocities(s.w)
@@ -170,7 +170,7 @@ def _ulvc():
         rec["det_R_minus_1_max"] = abs(np.linalg.det(s.R[0]) - 1.0)
         return rec
 
-    return lambda: integ.step(bodies, s, 1e-4), record
+    return lambda: integ.step(s, 1e-4), record
 
 
 def _livens(name):
@@ -202,7 +202,7 @@ def _rolling_ball():
     from granular.validation.rollingball import scene_circle
 
     ball, s, _ = scene_circle()
-    integ = RK4()
+    integ = RK4(ball)
     names = [f"b0_Omega_{i}" for i in "123"] + [f"b0_Gamma_{i}" for i in "123"] + [f"b0_q{i}" for i in "0123"] \
         + [f"b0_z_{a}" for a in "xyz"]  # fmt: skip
 
@@ -212,7 +212,7 @@ def _rolling_ball():
         rec["energy_balance"] = float(ball.invariants(s)["energy_balance"][0])
         return rec
 
-    return lambda: integ.step(ball, s, 0.01), record
+    return lambda: integ.step(s, 0.01), record
 
 
 def _directors_batch():

@@ -141,3 +141,32 @@ def test_readme_and_docs_commands_vary_fields_the_scenes_accept():
         if dist.startswith("file("):
             continue  # checked above
         ens.make_spec(os.path.join(ROOT, scene), 2, [vary], 0, steps=1)
+
+
+def test_progress_lines_count_steps_and_chunks_and_are_throttled():
+    import io
+
+    from granular.ensemble import Progress
+
+    now = [0.0]
+    out = io.StringIO()
+    p = Progress(100, 1000, 4, stream=out, first=2.0, every=10.0, clock=lambda: now[0])
+    p.start([(0, 25)])  # a resumed chunk: counted as done, not in the rate
+    step = p.stepper(25, 50)
+    step(0)
+    assert out.getvalue() == ""  # nothing before `first` seconds
+    now[0] = 2.5
+    step(400)  # 25 bodies x 400 steps of this chunk
+    line = out.getvalue().strip()
+    assert "35 % (35,000 of 100,000 body-steps; 1 of 4 chunks done)" in line, line
+    assert "4,000 body-steps/s" in line and "about 16 s left" in line, line
+    now[0] = 5.0
+    step(800)
+    assert out.getvalue().count("\n") == 1  # at most one line every `every` seconds
+    now[0] = 13.0
+    p.finished(25, 50, None)
+    assert out.getvalue().count("\n") == 2 and "2 of 4 chunks done" in out.getvalue().splitlines()[-1]
+    silent = Progress(100, 1000, 4, stream=None, clock=lambda: now[0])
+    silent.start([])
+    now[0] = 100.0
+    silent.stepper(0, 25)(10)  # no stream: nothing to print, no error

@@ -78,3 +78,18 @@ def test_bond_reference_data_from_the_initial_configuration():
         np.testing.assert_allclose(bd.n0a[k], R[a].T @ n, atol=1e-15)
         np.testing.assert_allclose(bd.n0b[k], R[c].T @ n, atol=1e-15)
         np.testing.assert_allclose(rot.quat_to_matrix(bd.qref[k]), R[c].T @ R[a], atol=1e-14)
+
+
+def test_launch_sizes_are_not_shared_between_models(backend):
+    """The torus (80 particles), then a smaller model, then the torus again: every torus
+    particle is computed each time (a launch configuration belongs to one size)."""
+    x, q, broken = loaded_state(*CASES["torus"])
+    model = CASES["torus"][0]().finalize(backend)
+    be = model.backend
+    Fr, RMr, _ = reference(model, x, q, broken)
+    for other in (None, block_impact_builder(2, gap=0.02).finalize(backend)):
+        if other is not None:
+            forces_at(other, other.state().x, other.state().q)
+        F, RM, _ = forces_at(model, be.asarray(x), be.asarray(q), be.asarray(broken))
+        np.testing.assert_allclose(be.to_host(F), Fr, rtol=1e-12, atol=1e-12 * np.abs(Fr).max())
+        np.testing.assert_allclose(be.to_host(RM), RMr, rtol=1e-12, atol=1e-12 * np.abs(RMr).max())

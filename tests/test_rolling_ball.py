@@ -14,7 +14,7 @@ from granular.bodies import rails as R
 from granular.bodies.rolling_ball import RollingBall
 from granular.bodies.rolling_ball_integrators import RK4, DormandPrince
 from granular.bodies.rolling_ball_reference import newton_euler_reference
-from granular.bodies.rolling_disk import RollingDisk
+from granular.bodies.rolling_disk import RollingDisk, RollingDiskRK4
 from granular.integrators import IntegrationError, NonFiniteError
 from granular.validation import rollingball as study
 
@@ -26,9 +26,9 @@ def hat(v):
     return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
 
-def run_rk4(ball, state, h, t_end):
-    s = state.copy()
-    return RK4().run(ball, s, h, int(round(t_end / h)))
+def run_rk4(system, state, h, t_end):
+    scheme = RollingDiskRK4(system) if isinstance(system, RollingDisk) else RK4(system)
+    return scheme.run(state.copy(), h, int(round(t_end / h)))
 
 
 # --------------------------------------------------------------- the equations
@@ -110,7 +110,7 @@ def test_small_rocking_period_of_an_offset_centre_of_mass():
     h, T = 4e-3, 2 * math.pi / w
     s = st.copy()
     rows = []
-    RK4().run(ball, s, h, int(1.3 * T / h), callback=lambda x: rows.append((x.t, x.Omega[0, 1])))
+    RK4(ball).run(s, h, int(1.3 * T / h), callback=lambda x: rows.append((x.t, x.Omega[0, 1])))
     t, om = np.array(rows).T
     i = np.nonzero((om[:-1] < 0) & (om[1:] >= 0))[0][0]  # the upward zero crossing after a half period
     tc = t[i] - om[i] * (t[i + 1] - t[i]) / (om[i + 1] - om[i])
@@ -235,7 +235,9 @@ def test_newton_euler_scipy_agrees_with_reduced_equations_on_a_random_rail():
 
 
 def test_batched_equals_alone_rk4_and_dormand_prince(backend):
-    out = study.batch_vs_alone(backend=backend, n=4, steps=30, t_dp=0.5)
+    # the CUDA simulator runs each ball's law as Python: a short run there
+    size = {"n": 2, "steps": 3, "t_dp": 0.02} if backend.simulated else {"n": 4, "steps": 30, "t_dp": 0.5}
+    out = study.batch_vs_alone(backend=backend, **size)
     assert out["rk4"] <= 1e-14 and out["dp"] <= 1e-14
 
 
@@ -244,11 +246,11 @@ def test_dormand_prince_tolerance_and_output_times():
     ref = run_rk4(ball, st, 0.002, 2.0).y[0]
     errs = []
     for rtol in (1e-6, 1e-9):
-        dp = DormandPrince(rtol=rtol, atol=rtol * 1e-2)
+        dp = DormandPrince(ball, rtol=rtol, atol=rtol * 1e-2)
         seen = []
-        s = dp.run(ball, st.copy(), 2.0, callback=lambda x: seen.append(x.t), times=[0.5, 1.0, 2.0])
-        assert seen == [0.5, 1.0, 2.0] and s.t == 2.0
-        assert dp.stats["accepted"][0] > 0
+        s = dp.integrate(dp.adaptive(st), [0.5, 1.0, 2.0], callback=lambda x: seen.append(x.t))
+        assert seen == [0.5, 1.0, 2.0] and s.t == 2.0 and s.step == 3
+        assert s.accepted[0] > 0
         assert abs(float(np.linalg.norm(s.q[0])) - 1) < 1e-15
         errs.append(np.abs(s.y[0, :13] - ref[:13]).max())
     assert errs[1] < errs[0] / 100 and errs[1] < 1e-7
@@ -258,26 +260,34 @@ def test_dormand_prince_per_ball_steps_differ():
     """Two balls, one quiet and one fast: each takes the steps it needs."""
     ball = RollingBall(1.0, 1.0, (0.6, 0.65, 0.7), shell_com=(0, 0, -0.1), gravity=1.0, n=2)
     st = ball.state(Omega=[[0.01, 0.0, 0.0], [3.0, -2.0, 5.0]])
-    dp = DormandPrince(rtol=1e-9, atol=1e-12)
-    dp.run(ball, st, 2.0)
-    acc = dp.stats["accepted"]
+    dp = DormandPrince(ball, rtol=1e-9, atol=1e-12)
+    st = dp.step(dp.adaptive(st), 2.0)
+    acc = st.accepted
     assert acc[1] > 3 * acc[0]
 
 
 def test_integrator_errors():
     ball, st, _ = study.scene_circle()
     with pytest.raises(ValueError, match="h"):
-        RK4().step(ball, st, 0.0)
+        RK4(ball).step(st, 0.0)
     with pytest.raises(ValueError, match="steps"):
-        RK4().run(ball, st, 0.1, -1)
-    with pytest.raises(ValueError, match="t_end"):
-        DormandPrince().run(ball, st, -1.0)
+        RK4(ball).run(st, 0.1, -1)
+    with pytest.raises(ValueError, match="AdaptiveBallState"):
+        DormandPrince(ball).step(st, 1.0)
+    with pytest.raises(ValueError, match="h"):
+        DormandPrince(ball).step(DormandPrince(ball).adaptive(st), -1.0)
     with pytest.raises(ValueError, match="rtol"):
-        DormandPrince(rtol=0)
+        DormandPrince(ball, rtol=0)
     with pytest.raises(ValueError, match="times"):
-        DormandPrince().run(ball, st, 1.0, times=[0.5, 0.4, 1.0])
-    with pytest.raises(IntegrationError, match="max_steps"):
-        DormandPrince(max_steps=3).run(ball, st.copy(), 10.0)
+        DormandPrince(ball).integrate(DormandPrince(ball).adaptive(st), [0.5, 0.4, 1.0])
+    with pytest.raises(IntegrationError, match="max_steps") as exc:
+        dp = DormandPrince(ball, max_steps=3)
+        s = dp.adaptive(st)
+        dp.step(s, 10.0)
+    assert exc.value.body == 0 and exc.value.quantity == "max_steps" and s.t == st.t
+    with pytest.raises(ValueError, match="CurveRail"):
+        RK4(RollingBall(1.0, 1.0, (0.5, 0.5, 0.5), masses=[0.1], rails=[R.CurveRail(*[lambda th: 0 * th] * 3)],
+                        actuations=[R.at_rest(0.0)]))  # fmt: skip
 
 
 def test_non_finite_state_raises_naming_the_ball_and_leaves_state_unchanged():
@@ -287,13 +297,21 @@ def test_non_finite_state_raises_naming_the_ball_and_leaves_state_unchanged():
 
     ball = RollingBall(1.0, 1.0, (0.5, 0.5, 0.5), external_force=force, n=2)
     st = ball.state(Omega=(0.1, 0.2, 0.3))
-    RK4().run(ball, st, 0.01, 5)
+    RK4(ball).run(st, 0.01, 5)
     before = st.y.copy()
-    with pytest.raises(NonFiniteError, match="ball 0") as exc:
-        RK4().step(ball, st, 0.01)
-    assert exc.value.particle == 0 and st.t == pytest.approx(0.05) and np.array_equal(st.y, before)
-    with pytest.raises(NonFiniteError, match="ball"):
-        DormandPrince().run(ball, ball.state(), 1.0)
+    with pytest.raises(NonFiniteError, match="body 0") as exc:
+        RK4(ball).step(st, 0.01)
+    assert exc.value.particle == exc.value.body == 0 and exc.value.step == 6
+    assert st.t == pytest.approx(0.05) and np.array_equal(st.y, before)
+    with pytest.raises(ValueError, match="external_force"):
+        DormandPrince(ball)  # a Python callable cannot run in the adaptive kernel
+    free = RollingBall(1.0, 1.0, (0.5, 0.5, 0.5), n=2)
+    dp = DormandPrince(free)
+    s = dp.state(Omega=(0.1, 0.2, 0.3))
+    s.y[1, 0] = np.nan
+    with pytest.raises(NonFiniteError, match="body 1"):
+        dp.step(s, 1.0)
+    assert s.t == 0.0 and np.isnan(s.y[1, 0])
 
 
 # ------------------------------------------------------------ input errors

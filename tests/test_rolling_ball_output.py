@@ -19,7 +19,7 @@ def test_scenes_run_keep_contact_and_balance_energy(name):
     ball, st, t_end = study.SCENES[name]()
     assert t_end > 0 and st.y.shape == (1, 15)
     E0 = float(ball.energy(0.0, st.y)[0])
-    s = RK4().run(ball, st.copy(), 0.01, 200)
+    s = RK4(ball).run(st.copy(), 0.01, 200)
     lam = ball.contact_force(s.t, s.y)[0]
     assert float(lam @ s.Gamma[0]) > 0  # the plane pushes: the ball stays on it
     assert abs(float(ball.energy(s.t, s.y)[0]) - E0 - float(s.work_actuation[0])) < 1e-9
@@ -30,7 +30,7 @@ def test_scenes_run_keep_contact_and_balance_energy(name):
 
 def test_frame_arrays_layout_and_orientation():
     ball, st, _ = study.scene_orthogonal()
-    s = RK4().run(ball, st.copy(), 0.01, 50)
+    s = RK4(ball).run(st.copy(), 0.01, 50)
     points, data, lines = frame_arrays(ball, s)
     K = ball.n_masses
     assert points.shape == (K + 2, 3) and lines.tolist() == [[0, 1], [0, 2], [0, 3]]
@@ -43,7 +43,7 @@ def test_frame_arrays_layout_and_orientation():
     assert np.abs(points[2:] - (s.position[0] + mk.chi[0] @ Rm.T)).max() < 1e-14
     # velocities of the masses: finite differences of their positions
     h = 1e-5
-    s2 = RK4().run(ball, s.copy(), h, 1)
+    s2 = RK4(ball).run(s.copy(), h, 1)
     p2 = frame_arrays(ball, s2)[0]
     assert np.abs((p2 - points) / h - data["velocity"]).max() < 1e-4
     assert data["radius"][0] == study.RADIUS

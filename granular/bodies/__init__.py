@@ -1,9 +1,13 @@
 """Single-body formulations, batched: one row per body on the backend's arrays.
 
+Every scheme is a :class:`~granular.bodies.core.Scheme` (``step(state, h)``,
+``invariants(state)``, one error family, a registry by name; ``docs/bodies.md``) whose
+step is a per-body law in ``kernels/bodies_*.py``, compiled for the CPU and the GPU.
 Import the modules directly, e.g. ``from granular.bodies import ulvc``:
 
 =====================  ============================================================
-``newton``             batched Newton solver shared by the implicit schemes
+``core``               the Scheme interface, states, errors and the registry
+``newton``             batched array Newton solver (general Livens scheme, multibody)
 ``directors``          director formulation of the rigid body, EM scheme (paper 000)
 ``nontwisting``        nonholonomic non-twisting body, EM scheme (paper 000)
 ``dla``                discrete Lagrange-d'Alembert comparators (paper 000)

@@ -55,22 +55,23 @@ property of the scheme, reported by :func:`hidden_constraints`.
 Newton (implementation)
 -----------------------
 The residual is multiplied by ``h²/2`` and the multipliers scaled as ``λ̃ = (h²/2) λ`` so
-that all unknowns ``x = (q_{n+1} (9), λ̃ (6) [, μ̃ (1)])`` are of order one. The analytic
-Jacobian (bilinear constraints: ``∂(H(q̄)ᵀλ̃)/∂q_{n+1} = ½ L(λ̃) ⊗ I₃``) is assembled in
-a workspace allocated once; :func:`granular.bodies.newton.solve` does the batched solves.
-The predictor is ``q_n + h q̇_n`` with the previous step's multipliers.
+that all unknowns ``x = (q_{n+1} (9), λ̃ (6) [, μ̃ (1)])`` are of order one. Each step is
+the per-body law ``director_body`` of :mod:`kernels.bodies_directors` (compiled for the
+CPU and the GPU): the analytic Jacobian (bilinear constraints:
+``∂(H(q̄)ᵀλ̃)/∂q_{n+1} = ½ L(λ̃) ⊗ I₃``) and a dense LU of each body's own 15 × 15
+(16 × 16) system, each body stopping on its own tolerance. The predictor is
+``q_n + h q̇_n`` with the previous step's multipliers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from .. import rotations as rot
-from ..backend import resolve_backend
-from . import newton
+from .core import BodyState, Scheme
 
 __all__ = [
     "CONSTRAINT_PAIRS",
@@ -88,6 +89,7 @@ __all__ = [
     "material_angular_momentum",
     "ExternalMoment",
     "DirectorState",
+    "DirectorScheme",
     "DirectorEM",
 ]
 
@@ -220,31 +222,58 @@ def material_angular_momentum(euler, d, v):
 
 @dataclass
 class ExternalMoment:
-    """An external moment on each body, ``m(t, q) = spatial(t) + Σ_k material(t)_k d_k``.
+    """An external moment on each body, ``m(t, q) = f(t) [spatial + Σ_k material_k d_k]``.
 
-    spatial: ``t -> (N, 3)`` float64 array on the backend, a moment fixed in space [N m],
-        or ``None``.
-    material: ``t -> (N, 2)`` or ``(N, 3)`` float64 array, the components of a follower
-        moment along the directors d1, d2 (, d3) [N m], or ``None``. The loads (115),
-        (118) of the paper are material: ``m⊥ = -f(t) (a d1 + b d2)``.
+    spatial: a moment fixed in space [N m]: a (3,) or (N, 3) float64 array (scaled by
+        ``profile``), or a callable ``t -> (N, 3)`` array on the backend, or ``None``.
+    material: the components of a follower moment along the directors d1, d2 (, d3)
+        [N m]: a (2,), (3,), (N, 2) or (N, 3) array (scaled by ``profile``), or a callable
+        ``t -> (N, 2)`` or ``(N, 3)`` array, or ``None``. The loads (115), (118) of the
+        paper are material: ``m⊥ = -f(t) (a d1 + b d2)``.
+    profile: ``t -> float``, the factor ``f(t)`` of the array forms (default 1).
 
     The generalized forces are ``f^i = ½ m × d_i`` (68), (84); the schemes evaluate them
     with the directors where their equations need them (the midpoint for the EM schemes,
     the nodes for the DLA comparator) and differentiate the material part analytically.
+    With arrays and a profile the kernels take blocks of many steps per launch (only
+    ``f`` is evaluated on the host, once per step); a callable is evaluated on the host
+    at every step (one step per launch).
     """
 
-    spatial: Callable | None = None
-    material: Callable | None = None
+    spatial: object = None
+    material: object = None
+    profile: Callable | None = None
+
+    @property
+    def per_step(self) -> bool:
+        """True when a component is a callable (evaluated on the host at every step)."""
+        return callable(self.spatial) or callable(self.material)
+
+    def factor(self, t) -> float:
+        return 1.0 if self.profile is None else float(self.profile(t))
 
     def evaluate(self, t, n):
         """``(m_spatial (N, 3) or None, c_material (N, 2|3) or None)`` at time ``t`` [s]."""
-        ms = None if self.spatial is None else self.spatial(t)
-        c = None if self.material is None else self.material(t)
+        ms, c = self.spatial, self.material
+        if ms is not None:
+            ms = ms(t) if callable(ms) else self.factor(t) * _rows_of(ms, n, "moment.spatial", (3,))
+        if c is not None:
+            c = c(t) if callable(c) else self.factor(t) * _rows_of(c, n, "moment.material", (2, 3))
         if ms is not None and tuple(ms.shape) != (n, 3):
             raise ValueError(f"moment.spatial(t) must return shape ({n}, 3), got {tuple(ms.shape)}")
         if c is not None and (c.ndim != 2 or c.shape[0] != n or c.shape[1] not in (2, 3)):
             raise ValueError(f"moment.material(t) must return shape ({n}, 2) or ({n}, 3), got {tuple(c.shape)}")
         return ms, c
+
+
+def _rows_of(a, n, name, widths):
+    xp = rot.array_module(a)
+    a = xp.asarray(a, dtype=xp.float64)
+    if a.ndim == 1:
+        a = a[None]
+    if a.ndim != 2 or a.shape[1] not in widths or a.shape[0] not in (1, n):
+        raise ValueError(f"{name} must have shape ({widths[-1]},) or ({n}, {widths[-1]}), got {tuple(a.shape)}")
+    return xp.broadcast_to(a, (n, a.shape[1]))
 
 
 def _moment(ms, c, d):
@@ -260,7 +289,7 @@ def _moment(ms, c, d):
 
 
 @dataclass
-class DirectorState:
+class DirectorState(BodyState):
     """What changes during a run of a director scheme (one row per body).
 
     d: (N, 3, 3) float64, directors at ``t``; ``d[:, i]`` = d_{i+1} = Λ E_{i+1} [1].
@@ -270,9 +299,11 @@ class DirectorState:
         [kg m²/s²] (0 for the standard body).
     v_half: (N, 3, 3) float64, midpoint velocity ``(q_{n+1} - q_n)/h`` of the last step
         [1/s] (equal to ``v`` before the first step).
-    t: time [s]. steps: steps taken.
+    lam_end, mu_end: (N, 6), (N,) float64, the DLA comparator's end-of-step multipliers of
+        its velocity projection [kg m²/s²] (0 for the EM schemes).
     iterations: (N,) int64, Newton iterations of the last step per body.
     iterations_total: (N,) int64, Newton iterations summed over all steps.
+    t: time [s]. step: steps taken.
     """
 
     d: object
@@ -280,21 +311,10 @@ class DirectorState:
     lam: object
     mu: object
     v_half: object
-    t: float = 0.0
-    steps: int = 0
-    iterations: object = None
-    iterations_total: object = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return int(self.d.shape[0])
-
-    def copy(self) -> "DirectorState":
-        return DirectorState(
-            self.d.copy(), self.v.copy(), self.lam.copy(), self.mu.copy(), self.v_half.copy(), self.t, self.steps,
-            self.iterations.copy(), self.iterations_total.copy(), {k: v.copy() for k, v in self.extra.items()},
-        )  # fmt: skip
+    lam_end: object
+    mu_end: object
+    iterations: object
+    iterations_total: object
 
 
 # ------------------------------------------------------------------ common base class
@@ -310,9 +330,8 @@ def _as_stack(xp, a, n, name, shape):
     return xp.ascontiguousarray(arr)
 
 
-class DirectorScheme:
-    """Model (inertia, loads, solver settings), workspace and stepping shared by the
-    director schemes. Subclasses define :meth:`_residual` and :meth:`_finish`.
+class DirectorScheme(Scheme):
+    """Model (inertia, loads, solver settings) and stepping shared by the director schemes.
 
     Parameters
     ----------
@@ -324,17 +343,22 @@ class DirectorScheme:
     n: number of bodies N; needed when the inertia is a single (3, 3) tensor.
     backend: ``"cpu"``, ``"gpu"``, ``"auto"`` or a :class:`~granular.backend.Backend`.
     moment: :class:`ExternalMoment` or ``None`` (no load).
-    rtol: Newton relative tolerance (see :mod:`granular.bodies.newton`), > 0.
+    rtol: Newton relative tolerance (``‖Δx‖∞ <= rtol ‖x‖∞``), > 0.
     max_iter: Newton iteration cap.
     """
 
     nonholonomic = False
     a = 0.0
     scheme_name = "director"
+    state_type = DirectorState
+    implicit = True
+    energy_key = "kinetic_energy"
+    quantities = ("newton residual",)
+    _dla = 0
 
     def __init__(self, inertia=None, *, euler=None, n=None, backend="cpu", moment=None, rtol=1e-10, max_iter=25):
-        self.backend = resolve_backend(backend)
-        xp = self.xp = self.backend.xp
+        self._init_backend(backend)
+        xp = self.xp
         if (inertia is None) == (euler is None):
             raise ValueError("give exactly one of inertia (J) and euler (Euler coefficients 𝒥)")
         src = inertia if euler is None else euler
@@ -357,7 +381,7 @@ class DirectorScheme:
         if not bool((abs(arr - arr.swapaxes(1, 2)) <= 1e-12 * scale).all()):
             raise ValueError(f"{name} must be symmetric (to 1e-12 relative)")
         arr = 0.5 * (arr + arr.swapaxes(1, 2))
-        self.euler = euler_coefficients(arr) if euler is None else arr
+        self.euler = xp.ascontiguousarray(euler_coefficients(arr) if euler is None else arr)
         self.inertia = inertia_from_euler(self.euler)
         eig = xp.linalg.eigvalsh(self.euler)
         if not bool((eig > 0.0).all()):
@@ -367,7 +391,7 @@ class DirectorScheme:
                 f"obeying the strict triangle inequality); body {b} has eigenvalues {self.backend.to_host(eig[b])}"
             )
         self._check_inertia(scale)
-        self.euler_inv = xp.linalg.inv(self.euler)
+        self.euler_inv = xp.ascontiguousarray(xp.linalg.inv(self.euler))
         if moment is not None and not isinstance(moment, ExternalMoment):
             raise ValueError("moment must be an ExternalMoment or None")
         self.moment = moment
@@ -378,24 +402,8 @@ class DirectorScheme:
         if int(max_iter) != max_iter or max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
         self.max_iter = int(max_iter)
-        k = self.k = 15 + int(self.nonholonomic)
-        # workspace, allocated once
-        self._x0 = xp.zeros((n, k))
-        self._x = xp.zeros((n, k))
-        self._r = xp.zeros((n, k))
-        self._jac = xp.zeros((n, k, k))
-        self._jqq = xp.zeros((n, 3, 3, 3, 3))
-        self._lmat = xp.zeros((n, 3, 3))
-        self._dpad = xp.zeros((n, 4, 3))  # directors and a zero row, for gathering ∂h/∂q
-        src = np.full((6, 3), 3)
-        for k, (i, j) in enumerate(CONSTRAINT_PAIRS):
-            src[k, i], src[k, j] = j, i
-        self._grad_src = xp.asarray(src)
-        self._eye3 = xp.eye(3)
-        self._d0 = None
-        self._v0 = None
-        self._h = None
-        self._load = (None, None)
+        self.k = 15 + int(self.nonholonomic)
+        self._no_load = xp.zeros((1, 1, 3))
 
     # hooks for subclasses
     def _check_inertia(self, scale):
@@ -405,6 +413,9 @@ class DirectorScheme:
         pass
 
     def _check_initial(self, d, omega, tol):
+        pass
+
+    def _check_width(self, c):
         pass
 
     # -------------------------------------------------------------------- state
@@ -433,107 +444,57 @@ class DirectorScheme:
         self._check_initial(d, w, tol)
         v = director_velocities(d, w)
         z = xp.zeros(n, dtype=xp.int64)
-        return DirectorState(d, v, xp.zeros((n, 6)), xp.zeros(n), v.copy(), float(t), 0, z, z.copy())
+        return DirectorState(d, v, xp.zeros((n, 6)), xp.zeros(n), v.copy(), xp.zeros((n, 6)), xp.zeros(n), z,
+                             z.copy(), t=float(t))  # fmt: skip
+
+    def _check_state(self, state):
+        if not isinstance(state, DirectorState) or tuple(state.d.shape) != (self.n, 3, 3):
+            shape = tuple(getattr(getattr(state, "d", None), "shape", ()))
+            raise ValueError(f"state has shape {shape}, the scheme expects ({self.n}, 3, 3)")
 
     # --------------------------------------------------------------------- step
-    def newton_system(self, state: DirectorState, h: float):
-        """Set up the nonlinear system of one step from ``state`` with step ``h`` [s].
+    def block_steps(self):
+        return 1 if self.moment is not None and self.moment.per_step else self.max_block
 
-        Returns ``(fun, x0)``: ``fun(x) -> (r, J)`` with ``x`` (N, k) the unknowns
-        ``(q_{n+1} (9), λ̃ (6)[, μ̃ (1)])``, ``r`` (N, k) the scaled residual and ``J``
-        (N, k, k) its analytic Jacobian (workspace buffers, overwritten by the next call);
-        ``x0`` (N, k) the predictor. :meth:`step` passes them to
-        :func:`granular.bodies.newton.solve`; tests use them to check the Jacobian.
-        """
-        if not (isinstance(h, (int, float, np.floating)) and np.isfinite(h) and h > 0.0):
-            raise ValueError(f"h must be a finite number > 0, got {h!r}")
-        if tuple(state.d.shape) != (self.n, 3, 3):
-            raise ValueError(f"state has shape {tuple(state.d.shape)}, the scheme expects ({self.n}, 3, 3)")
-        h = float(h)
-        self._h = h
-        self._d0, self._v0 = state.d, state.v
-        self._t0 = state.t
-        self._prepare(state, h)
-        return self._residual, self._x0
+    def _load_times(self):
+        """Offsets (in h) of the load evaluations of one step: the midpoint (EM)."""
+        return (0.5,)
 
-    def step(self, state: DirectorState, h: float) -> newton.NewtonResult:
-        """Advance all bodies by one step ``h`` [s] (> 0); ``state`` is updated in place.
+    def _loads(self, state, h, k):
+        """``flags, ms, mc, prof`` for the kernel (see :mod:`kernels.bodies_directors`)."""
+        xp, n = self.xp, self.n
+        offsets = self._load_times()
+        m = self.moment
+        if m is None or (m.spatial is None and m.material is None):
+            return 0, self._no_load, self._no_load, xp.ones((max(k, 1), len(offsets)))
+        times = self._times(state, h, k, offsets)
+        flags = (1 if m.spatial is not None else 0) | (2 if m.material is not None else 0)
+        if m.per_step:  # one step: the callables' values at each load time, factor 1
+            vals = [m.evaluate(float(t), n) for t in times[0]]
+            ms = xp.stack([v[0] for v in vals]) if m.spatial is not None else self._no_load
+            mc = self._no_load
+            if m.material is not None:
+                for v in vals:
+                    self._check_width(v[1])
+                mc = xp.stack([_pad3(xp, v[1]) for v in vals])
+            return flags, xp.ascontiguousarray(ms), xp.ascontiguousarray(mc), xp.ones((1, len(offsets)))
+        ms = self._no_load if m.spatial is None else _rows_of(m.spatial, n, "moment.spatial", (3,))[None]
+        mc = self._no_load
+        if m.material is not None:
+            c = _rows_of(m.material, n, "moment.material", (2, 3))
+            self._check_width(c)
+            mc = _pad3(xp, c)[None]
+        prof = np.array([[m.factor(t) for t in row] for row in times])
+        return flags, xp.ascontiguousarray(ms), xp.ascontiguousarray(mc), self.backend.asarray(prof)
 
-        Returns the :class:`~granular.bodies.newton.NewtonResult` (iterations per body).
-        Raises :class:`~granular.bodies.newton.NewtonError` (state untouched) when a body
-        does not converge.
-        """
-        fun, x0 = self.newton_system(state, h)
-        h = self._h
-        ctx = f"{self.scheme_name} step {state.steps + 1} at t = {state.t:.6g} s, h = {h:g} s"
-        res = newton.solve(fun, x0, rtol=self.rtol, max_iter=self.max_iter, out=self._x, context=ctx)
-        self._finish(state, res.x, h)
-        state.t = self._t0 + h
-        state.steps += 1
-        state.iterations = res.iterations
-        state.iterations_total = state.iterations_total + res.iterations
-        return res
-
-    def run(self, state, h, steps, callback=None, every=1):
-        """``steps`` steps of size ``h``; ``callback(state)`` after every ``every``-th step."""
-        for s in range(int(steps)):
-            self.step(state, h)
-            if callback is not None and (s + 1) % every == 0:
-                callback(state)
-        return state
-
-    # ------------------------------------------------------------ assembly helpers
-    def _lambda_matrix(self, lt):
-        """``L(λ̃)`` (N, 3, 3): ``H(q)ᵀ λ̃`` for director i is ``Σ_j L_ij d_j``."""
-        L = self._lmat
-        for k, (i, j) in enumerate(CONSTRAINT_PAIRS):
-            L[:, i, j] = lt[:, k]
-            L[:, j, i] = lt[:, k]
-        return L
-
-    def _constraint_gradients(self, d):
-        """``∂h/∂q`` at ``d``: (N, 6, 3, 3), row k, director block i (one gather, no loop)."""
-        pad = self._dpad
-        pad[:, :3] = d
-        return pad[:, self._grad_src]
-
-    def _constraint_blocks(self, jac, dcol, drow):
-        """Columns ``H(dcol)ᵀ`` (∂/∂λ̃) and rows ``H(drow)`` (∂h(q_{n+1})/∂q_{n+1})."""
-        for k, (i, j) in enumerate(CONSTRAINT_PAIRS):
-            c = 9 + k
-            jac[:, 3 * i : 3 * i + 3, c] = dcol[:, j]
-            jac[:, 3 * j : 3 * j + 3, c] = dcol[:, i]
-            jac[:, c, 3 * i : 3 * i + 3] = drow[:, j]
-            jac[:, c, 3 * j : 3 * j + 3] = drow[:, i]
-
-    def _kron_block(self, B):
-        """``jqq = B ⊗ I₃`` in the (N, 3, 3, 3, 3) workspace, layout (body, i, a, j, b)."""
-        jqq = self._jqq
-        jqq.fill(0.0)
-        for a in range(3):
-            jqq[:, :, a, :, a] = B
-        return jqq
-
-    def _load_jacobian(self, jqq, ms, c, dbar, factor):
-        """Add ``factor · ∂f^i/∂d̄_j`` of f^i = ½ m × d̄_i, m = ms + Σ c_k d̄_k (68), to jqq:
-        ``∂f^i/∂d̄_j = ½ (-c_j S(d̄_i) + δ_ij S(m))``."""
-        m = _moment(ms, c, dbar)
-        if m is None:
-            return
-        sm = rot.skew(m)
-        for i in range(3):
-            jqq[:, i, :, i, :] += factor * 0.5 * sm
-        if c is not None:
-            sd = rot.skew(dbar)  # (N, 3, 3, 3): S(d̄_i)
-            for j in range(c.shape[1]):
-                jqq[:, :, :, j, :] -= (factor * 0.5) * c[:, j, None, None, None] * sd
-
-    def _nonholonomic_force(self, dref):
-        """``G(q)ᵀ``: (N, 3, 3) with rows ((1-a) d2, -a d1, 0) (83)."""
-        g = self.xp.zeros_like(dref)
-        g[:, 0] = (1.0 - self.a) * dref[:, 1]
-        g[:, 1] = -self.a * dref[:, 0]
-        return g
+    def _launch(self, state, out, h, k, status, value):
+        flags, ms, mc, prof = self._loads(state, h, k)
+        s = state
+        self.kernels.directors(self._dla, int(self.nonholonomic), k, h, self.rtol, self.max_iter, float(self.a),
+                               self.euler, self.euler_inv, flags, ms, mc, prof, s.d, s.v, s.lam, s.mu, s.v_half,
+                               s.lam_end, s.mu_end, s.iterations_total, out.d, out.v, out.lam, out.mu, out.v_half,
+                               out.lam_end, out.mu_end, out.iterations, out.iterations_total, status,
+                               value)  # fmt: skip
 
     # ---------------------------------------------------------- diagnostics
     def kinetic_energy(self, state):
@@ -556,6 +517,28 @@ class DirectorScheme:
         """(N,) float64, ``max_k |(H(q_n) q̇_n)_k|`` [1/s]."""
         return abs(hidden_constraints(state.d, state.v)).max(axis=1)
 
+    def invariants(self, state):
+        """``kinetic_energy`` (N,) [J] (61), ``angular_momentum`` (N, 3) [kg m²/s] (π),
+        ``material_angular_momentum`` (N, 3) (74), ``constraint_residual``,
+        ``hidden_constraint_residual`` (N,)."""
+        return {"kinetic_energy": self.kinetic_energy(state),
+                "angular_momentum": self.spatial_angular_momentum(state),
+                "material_angular_momentum": self.material_angular_momentum(state),
+                "constraint_residual": self.constraint_residual(state),
+                "hidden_constraint_residual": self.hidden_constraint_residual(state)}  # fmt: skip
+
+    def body_angular_velocity(self, state):
+        """(N, 3) [rad/s]: ``Ω_i = d_i·ω`` with ``ω = ½ Σ_i d_i × ḋ_i``."""
+        w = angular_velocity(state.d, state.v)
+        return (state.d * w[:, None, :]).sum(axis=-1)
+
+
+def _pad3(xp, c):
+    """Material components (N, 2|3) as (N, 3) (a zero d3 component)."""
+    if c.shape[1] == 3:
+        return c
+    return xp.concatenate([c, xp.zeros((c.shape[0], 1))], axis=1)
+
 
 class DirectorEM(DirectorScheme):
     """Energy-momentum scheme (85)-(91) for the standard rigid body in directors, batched.
@@ -571,61 +554,5 @@ class DirectorEM(DirectorScheme):
         em.run(s, h=0.005, steps=1000)
     """
 
+    name = "directors em"
     scheme_name = "director EM"
-
-    def _prepare(self, state, h):
-        x0 = self._x0
-        n = self.n
-        x0[:, :9] = (state.d + h * state.v).reshape(n, 9)
-        x0[:, 9:15] = (0.5 * h * h) * state.lam
-        if self.nonholonomic:
-            x0[:, 15] = (0.5 * h * h) * state.mu
-        self._load = (None, None) if self.moment is None else self.moment.evaluate(state.t + 0.5 * h, n)
-
-    def _residual(self, x):
-        """Residual of (86)/(92) times h²/2 and its Jacobian, for all bodies."""
-        n, h, a = self.n, self._h, self.a
-        d0, v0 = self._d0, self._v0
-        r, jac = self._r, self._jac
-        d1 = x[:, :9].reshape(n, 3, 3)
-        lt = x[:, 9:15]
-        dbar = 0.5 * (d0 + d1)
-        dq = d1 - d0
-        L = self._lambda_matrix(lt)
-        rq = self.euler @ (dq - h * v0) + L @ dbar
-        B = self.euler + 0.5 * L
-        if self.nonholonomic:
-            mu = x[:, 15]
-            g = self._nonholonomic_force(dbar)
-            rq += mu[:, None, None] * g
-            B[:, 0, 1] += 0.5 * (1.0 - a) * mu
-            B[:, 1, 0] -= 0.5 * a * mu
-        jqq = self._kron_block(B)
-        ms, c = self._load
-        m = _moment(ms, c, dbar)
-        if m is not None:
-            # -(h²/2) Q(t_{n+½}, q̄), Q_i = ½ m × d̄_i (68); ∂/∂q_{n+1} = ½ ∂/∂q̄
-            rq -= (0.25 * h * h) * _cross(m[:, None, :], dbar)
-            self._load_jacobian(jqq, ms, c, dbar, -0.25 * h * h)
-        r[:, :9] = rq.reshape(n, 9)
-        r[:, 9:15] = constraints(d1)
-        jac[:, :9, :9] = jqq.reshape(n, 9, 9)
-        self._constraint_blocks(jac, dbar, d1)
-        if self.nonholonomic:
-            r[:, 15] = (1.0 - a) * _dot(dq[:, 0], dbar[:, 1]) - a * _dot(dq[:, 1], dbar[:, 0])
-            jac[:, :9, 15] = g.reshape(n, 9)
-            jac[:, 15, 0:3] = -0.5 * a * dq[:, 1] + (1.0 - a) * dbar[:, 1]
-            jac[:, 15, 3:6] = 0.5 * (1.0 - a) * dq[:, 0] - a * dbar[:, 0]
-            jac[:, 15, 6:9] = 0.0
-        return r, jac
-
-    def _finish(self, state, x, h):
-        n = self.n
-        d1 = x[:, :9].reshape(n, 3, 3)
-        vh = (d1 - state.d) / h
-        state.v = 2.0 * vh - state.v
-        state.v_half = vh
-        state.d = d1.copy()
-        state.lam = (2.0 / (h * h)) * x[:, 9:15]
-        if self.nonholonomic:
-            state.mu = (2.0 / (h * h)) * x[:, 15]

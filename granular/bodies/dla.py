@@ -29,9 +29,9 @@ discrete Legendre transform); the trajectory ``q_k`` is that of the two-step sch
     p_{k+1}  = p_{k+½} + (h/2) Q_{k+1} - (h/2)(H(q_{k+1})ᵀ λ' + G(q_{k+1})ᵀ μ')
     H(q_{k+1}) M⁻¹ p_{k+1} = 0,   G(q_{k+1}) M⁻¹ p_{k+1} = 0               (linear: λ', μ')
 
-The first line is one 16 × 16 (15 × 15 for the holonomic body) Newton system per body,
-solved by :func:`granular.bodies.newton.solve`; the projection is one 7 × 7 (6 × 6) linear
-solve. Stored state: ``q_k`` and ``q̇_k = M⁻¹ p_k`` (consistent with all constraints).
+The first line is one 16 × 16 (15 × 15 for the holonomic body) Newton system per body;
+the projection is one 7 × 7 (6 × 6) linear solve; both run inside the per-body law
+``director_body`` of :mod:`kernels.bodies_directors` (``dla = 1``). Stored state: ``q_k`` and ``q̇_k = M⁻¹ p_k`` (consistent with all constraints).
 Two energies are reported, as in Sect. 6.4: the Hamiltonian at the nodes
 ``H_k = ½ q̇_kᵀ M q̇_k`` (:meth:`DirectorDLA.kinetic_energy`) and the energy at the
 midpoints ``E_{k+½} = ½ v̄ᵀ M v̄``, ``v̄ = (q_{k+1} - q_k)/h``
@@ -54,8 +54,8 @@ integrate ``Π̇⊥ = M⊥`` exactly for the piecewise-linear ramp (116)).
 from __future__ import annotations
 
 from . import directors as dirs
-from .directors import DirectorScheme, _cross, _dot, _moment
-from .nontwisting import NonTwistingChecks, _check_material_width, nonholonomic_momenta, twist_rate
+from .directors import DirectorScheme
+from .nontwisting import NonTwistingChecks, nonholonomic_momenta, twist_rate
 
 __all__ = ["DirectorDLA", "NonTwistingDLA"]
 
@@ -64,91 +64,17 @@ class DirectorDLA(DirectorScheme):
     """Discrete Lagrange-d'Alembert / RATTLE scheme for the standard director body.
 
     Constructor parameters: :class:`~granular.bodies.directors.DirectorScheme`. See the
-    module docstring for the equations.
+    module docstring for the equations. The state's ``lam_end``, ``mu_end`` hold the
+    projection's end-of-step multipliers ``(2/h) ν``.
     """
 
+    name = "directors dla"
     scheme_name = "director DLA"
+    _dla = 1
 
-    def _node_forces(self, t, d):
-        """``Q^ext(t, q)``: (N, 3, 3), ``f^i = ½ m × d_i`` (68) at the nodes [N m]."""
-        if self.moment is None:
-            return None
-        ms, c = self.moment.evaluate(t, self.n)
-        self._check_width(c)
-        m = _moment(ms, c, d)
-        return 0.5 * _cross(m[:, None, :], d)
-
-    def _check_width(self, c):
-        pass
-
-    def _constraint_rows(self, d):
-        """Rows of ``C(q) = [H(q); G(q)]``: (N, 6 or 7, 3, 3)."""
-        C = self._constraint_gradients(d)
-        if self.nonholonomic:
-            C = self.xp.concatenate([C, self._nonholonomic_force(d)[:, None]], axis=1)
-        return C
-
-    def _prepare(self, state, h):
-        n = self.n
-        x0 = self._x0
-        x0[:, :9] = (state.d + h * state.v).reshape(n, 9)
-        x0[:, 9:15] = (0.5 * h * h) * state.lam
-        if self.nonholonomic:
-            x0[:, 15] = (0.5 * h * h) * state.mu
-        self._q_ext0 = self._node_forces(state.t, state.d)
-        # constant parts of the Jacobian: M (kron), columns H(q_k)ᵀ, G(q_k)ᵀ
-        jac = self._jac
-        jac.fill(0.0)
-        jac[:, :9, :9] = self._kron_block(self.euler).reshape(n, 9, 9)
-        self._gk = self._nonholonomic_force(state.d) if self.nonholonomic else None
-
-    def _residual(self, x):
-        """Residual of the first half (times h) and its Jacobian."""
-        n, h, a = self.n, self._h, self.a
-        d0, v0 = self._d0, self._v0
-        r, jac = self._r, self._jac
-        d1 = x[:, :9].reshape(n, 3, 3)
-        dq = d1 - d0
-        L = self._lambda_matrix(x[:, 9:15])
-        rq = self.euler @ (dq - h * v0) + L @ d0
-        if self._q_ext0 is not None:
-            rq -= (0.5 * h * h) * self._q_ext0
-        if self.nonholonomic:
-            rq += x[:, 15][:, None, None] * self._gk
-        r[:, :9] = rq.reshape(n, 9)
-        r[:, 9:15] = dirs.constraints(d1)
-        self._constraint_blocks(jac, d0, d1)
-        if self.nonholonomic:
-            dbar = 0.5 * (d0 + d1)
-            r[:, 15] = (1.0 - a) * _dot(dq[:, 0], dbar[:, 1]) - a * _dot(dq[:, 1], dbar[:, 0])
-            jac[:, :9, 15] = self._gk.reshape(n, 9)
-            jac[:, 15, 0:3] = -0.5 * a * dq[:, 1] + (1.0 - a) * dbar[:, 1]
-            jac[:, 15, 3:6] = 0.5 * (1.0 - a) * dq[:, 0] - a * dbar[:, 0]
-        return r, jac
-
-    def _finish(self, state, x, h):
-        xp, n = self.xp, self.n
-        d1 = x[:, :9].reshape(n, 3, 3).copy()
-        vh = (d1 - state.d) / h
-        u = vh
-        q1 = self._node_forces(state.t + h, d1)
-        if q1 is not None:
-            u = vh + (0.5 * h) * (self.euler_inv @ q1)
-        C = self._constraint_rows(d1)  # (N, r, 3, 3)
-        minv_c = self.euler_inv[:, None] @ C  # M⁻¹ Cᵀ columns, (N, r, 3, 3)
-        nr = C.shape[1]
-        A = C.reshape(n, nr, 9) @ minv_c.reshape(n, nr, 9).swapaxes(1, 2)
-        rhs = (C.reshape(n, nr, 9) * u.reshape(n, 1, 9)).sum(axis=-1)
-        nu = xp.linalg.solve(A, rhs[..., None])[..., 0]
-        state.v = u - (nu[:, :, None, None] * minv_c).sum(axis=1)
-        state.v_half = vh
-        state.d = d1
-        state.lam = (2.0 / (h * h)) * x[:, 9:15]
-        if self.nonholonomic:
-            state.mu = (2.0 / (h * h)) * x[:, 15]
-        state.extra["lam_end"] = (2.0 / h) * nu[:, :6]
-        if self.nonholonomic:
-            state.extra["mu_end"] = (2.0 / h) * nu[:, 6]
+    def _load_times(self):
+        """The node loads at ``t_n`` and ``t_{n+1}``."""
+        return (0.0, 1.0)
 
     def midpoint_energy(self, state):
         """(N,) [J], ``E_{k+½} = ½ v̄ᵀ M v̄`` of the last step (Sect. 6.4)."""
@@ -159,10 +85,8 @@ class NonTwistingDLA(NonTwistingChecks, DirectorDLA):
     """Discrete Lagrange-d'Alembert comparator for the body on the non-twisting frame
     (Sect. 6.4). Parameters as :class:`~granular.bodies.nontwisting.NonTwistingEM`."""
 
+    name = "nontwisting dla"
     scheme_name = "non-twisting DLA"
-
-    def _check_width(self, c):
-        _check_material_width(c)
 
     def nonholonomic_momenta(self, state):
         """(N, 3) [kg m²/s]: Π^1, Π^2, Π^3 at the nodes (74)."""

@@ -70,6 +70,7 @@ import numpy as np
 
 from ..backend import resolve_backend
 from . import newton
+from .core import BodyState, Scheme, count
 
 __all__ = [
     "GONZALEZ_CUTOFF",
@@ -175,44 +176,45 @@ def _xp(a):
 
 
 @dataclass
-class LivensState:
+class LivensState(BodyState):
     """What changes during a run of a Livens scheme (one row per system).
 
     q: (N, n) float64, coordinates ``q_n`` [units of q].
     v: (N, n) float64, independent velocities ``v_n`` [units of q / s].
     p: (N, n) float64, independent momenta ``p_n`` [units of M·v].
     lam: (N, m) float64, multipliers ``λ`` of the last step [units of p / (s · units of g)].
-    t: time [s]. steps: steps taken.
+    v_half: (N, n) float64, midpoint velocity ``(q_n - q_{n-1})/h`` of the last step (``v_0``
+        before the first), the predictor's velocity.
     iterations: (N,) int64, Newton iterations of the last step per system.
     iterations_total: (N,) int64, Newton iterations summed over all steps.
+    extra: scheme-specific arrays (e.g. the multibody load's work), one row per system.
+    t: time [s]. step: steps taken.
     """
 
     q: object
     v: object
     p: object
     lam: object
-    t: float = 0.0
-    steps: int = 0
-    iterations: object = None
-    iterations_total: object = None
+    v_half: object
+    iterations: object
+    iterations_total: object
     extra: dict = field(default_factory=dict)
 
-    @property
-    def n(self) -> int:
-        return int(self.q.shape[0])
-
     def copy(self) -> "LivensState":
-        return LivensState(
-            self.q.copy(), self.v.copy(), self.p.copy(), self.lam.copy(), self.t, self.steps,
-            self.iterations.copy(), self.iterations_total.copy(), {k: v.copy() for k, v in self.extra.items()},
-        )  # fmt: skip
+        c = super().copy()
+        c.extra = {k: a.copy() for k, a in self.extra.items()}
+        return c
 
 
 # ------------------------------------------------------------------ stepping base
 
 
-class ImplicitScheme:
-    """Stepping shared by the Livens schemes: :meth:`step`, :meth:`run` and the Newton call.
+class ImplicitScheme(Scheme):
+    """Whole-array stepping of the Livens schemes written on arrays of a
+    :class:`MechanicalSystem` (the general scheme (72) and the multibody closed loop):
+    :meth:`step` assembles every system's residual and Jacobian as (N, k) and (N, k, k)
+    arrays and calls :func:`granular.bodies.newton.solve`. The quaternion rigid bodies
+    (:mod:`granular.bodies.livens_rigid`) use per-body kernels instead.
 
     Subclasses set ``n``, ``n_dof``, ``n_constraints``, ``xp``, ``backend``, ``rtol``,
     ``max_iter`` and define ``_prepare(state, h)`` (fills ``self._x0``), ``_residual(x)``
@@ -220,6 +222,9 @@ class ImplicitScheme:
     """
 
     scheme_name = "Livens"
+    state_type = LivensState
+    implicit = True
+    energy_key = "generalized_energy"
 
     def _init_solver(self, backend, rtol, max_iter):
         self.backend = resolve_backend(backend)
@@ -252,7 +257,7 @@ class ImplicitScheme:
         self._prepare(state, h)
         return self._residual, self._x0
 
-    def step(self, state: LivensState, h: float) -> newton.NewtonResult:
+    def step(self, state: LivensState, h: float) -> LivensState:
         """Advance all systems by one step ``h`` [s] (> 0); ``state`` is updated in place.
 
         Raises :class:`~granular.bodies.newton.NewtonError` naming the first failed
@@ -260,40 +265,35 @@ class ImplicitScheme:
         """
         fun, x0 = self.newton_system(state, h)
         h = self._h
-        ctx = f"{self.scheme_name} step {state.steps + 1} at t = {state.t:.6g} s, h = {h:g} s"
-        res = newton.solve(fun, x0, rtol=self.rtol, max_iter=self.max_iter, out=self._x, context=ctx)
+        ctx = f"{self.scheme_name} step {state.step + 1} at t = {state.t:.6g} s, h = {h:g} s"
+        res = newton.solve(fun, x0, rtol=self.rtol, max_iter=self.max_iter, out=self._x, context=ctx,
+                           step=state.step + 1, scheme=self.name)  # fmt: skip
         q_prev = state.q
         self._finish(state, res.x, h)
-        state.extra["v_half"] = (state.q - q_prev) / h
+        state.v_half = (state.q - q_prev) / h
         state.t = self._t0 + h
-        state.steps += 1
+        state.step += 1
         state.iterations = res.iterations
         state.iterations_total = state.iterations_total + res.iterations
-        return res
+        return state
 
-    def run(self, state, h, steps, callback=None, every=1):
-        """``steps`` steps of size ``h`` [s]; ``callback(state)`` after every ``every``-th step."""
-        if isinstance(steps, bool) or int(steps) != steps or steps < 0:
-            raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-        if isinstance(every, bool) or int(every) != every or every < 1:
-            raise ValueError(f"every must be an integer >= 1, got {every!r}")
-        for s in range(int(steps)):
+    def advance(self, state, h, steps):
+        """``steps`` calls of :meth:`step` (the array schemes take one step at a time)."""
+        for _ in range(count(steps, "steps", 0)):
             self.step(state, h)
-            if callback is not None and (s + 1) % every == 0:
-                callback(state)
         return state
 
     def _new_state(self, q, v, p, m):
         xp, n = self.xp, self.n
         z = xp.zeros(n, dtype=xp.int64)
-        return LivensState(q, v, p, xp.zeros((n, m)), 0.0, 0, z, z.copy(), {"v_half": v.copy()})
+        return LivensState(q, v, p, xp.zeros((n, m)), v.copy(), z, z.copy())
 
     @staticmethod
     def _midpoint_velocity(state):
         """``(q_n - q_{n-1})/h`` of the last step (``v_0`` before the first): the predictor's
         velocity. Unlike the node velocity ``v_n`` it carries no node-to-node alternating
         component (see :mod:`granular.bodies.livens_multibody`, "Parasitic node velocities")."""
-        return state.extra.get("v_half", state.v)
+        return state.v_half
 
     def _alloc(self, k):
         xp, n = self.xp, self.n
@@ -385,6 +385,7 @@ class LivensEM(ImplicitScheme):
     """
 
     scheme_name = "Livens EM (72)"
+    name = "livens general"
 
     def __init__(self, system: MechanicalSystem, *, rtol=1e-10, max_iter=25):
         if not isinstance(system, MechanicalSystem):
@@ -524,6 +525,14 @@ class LivensEM(ImplicitScheme):
         state.lam = x[:, 3 * nd :] / h
 
     # ---------------------------------------------------------- diagnostics
+    def invariants(self, state):
+        """``generalized_energy`` (74), ``total_energy`` (80), ``constraint_residual``,
+        ``hidden_constraint_residual``, ``fiber_residual``: (N,) each."""
+        return {"generalized_energy": self.generalized_energy(state), "total_energy": self.total_energy(state),
+                "constraint_residual": self.constraint_residual(state),
+                "hidden_constraint_residual": self.hidden_constraint_residual(state),
+                "fiber_residual": self.fiber_residual(state)}  # fmt: skip
+
     def generalized_energy(self, state):
         """``E^n = p·v - ½ v·M(q) v + V(q)`` (74): (N,) [energy]."""
         T = self.system.kinetic_energy(state.q, state.v)

@@ -38,12 +38,15 @@ conserves H and ``L = ½ E(q) p``. MPH: the same with ``ω̃_{n+½}`` replaced b
 ``ω̃(q̄, p̄)`` (the implicit midpoint rule on Hamilton's equations with the constraint at
 the end point). Unknowns ``(q_{n+1}, p_{n+1}, hλ)`` (9 per body). The state's ``v`` is
 the Hamiltonian velocity ``∂_p H = Q(q) W ω̃`` at the nodes.
+
+Each scheme's step is a per-body law of :mod:`kernels.bodies_livens` (``eml_body`` with
+the midpoint flag for MPL, ``hamiltonian_body`` for EMH and MPH).
 """
 
 from __future__ import annotations
 
 from ..rotations import array_module
-from .livens_rigid import EML, QuaternionBodies, _mv, _t, quat_bar, quat_ebar, quat_G
+from .livens_rigid import EML, QuaternionBodies, _mv, _t, quat_ebar, quat_G
 
 __all__ = ["MPL", "EMH", "MPH", "quat_Q", "omega_tilde"]
 
@@ -65,20 +68,20 @@ def _B(p):
 
 
 class MPL(EML):
-    """Midpoint rule on Livens' equations (Table 1), 13 unknowns per body."""
+    """Midpoint rule on Livens' equations (Table 1), 13 unknowns per body: :class:`EML` with
+    ``Ω̄ = 2 G(q̄) v̄``."""
 
+    name = "livens mpl"
     scheme_name = "MPL"
-
-    def _omega_star(self, q1, v1, qm, vm):
-        """``Ω(q̄, v̄) = 2 G(q̄) v̄`` and its derivatives in q1 (``-G(v̄)``) and v1 (``G(q̄)``)."""
-        Gqm = quat_G(qm)
-        return 2.0 * _mv(Gqm, vm), -quat_G(vm), Gqm
+    _midpoint = 1
 
 
 class _Hamiltonian(QuaternionBodies):
-    """Shared assembly of EMH and MPH (unknowns ``(q_{n+1}, p_{n+1}, hλ)``)."""
+    """Shared parts of EMH and MPH (unknowns ``(q_{n+1}, p_{n+1}, hλ)``)."""
 
     equivariant = True
+    energy_key = "hamiltonian"
+    k = 9
 
     def __init__(self, inertia, **kwargs):
         super().__init__(inertia, **kwargs)
@@ -88,54 +91,13 @@ class _Hamiltonian(QuaternionBodies):
         W[:, 1:, 1:] = 0.25 * xp.linalg.inv(self.J)
         self.W = W
 
-    def _unknowns(self):
-        return 9
-
-    def _prepare(self, state, h):
-        self._q0, self._p0 = state.q, state.p
-        self._w0 = omega_tilde(state.q, state.p)
-        self._x0[:, :4] = state.q + h * self._midpoint_velocity(state)
-        self._x0[:, 4:8] = state.p
-        self._x0[:, 8] = h * state.lam[:, 0]
-
-    def _residual(self, x):
-        h, r, jac, t = self._h, self._r, self._jac, _t(x)
-        q1, p1, lt = x[:, :4], x[:, 4:8], x[:, 8]
-        qm, pm = 0.5 * (self._q0 + q1), 0.5 * (self._p0 + p1)
-        eye = t["eye4"]
-        Qm = quat_Q(qm)
-        Bm_t = _B(pm).swapaxes(-1, -2)
-        if self.equivariant:  # EMH: ω̃_{n+½} = ½(ω̃_n + ω̃_{n+1})
-            wt = 0.5 * (self._w0 + omega_tilde(q1, p1))
-            dz_q, dz_p = 0.5 * self.W @ _B(p1), 0.5 * self.W @ quat_Q(q1).swapaxes(-1, -2)
-        else:  # MPH: ω̃(q̄, p̄)
-            wt = omega_tilde(qm, pm)
-            dz_q, dz_p = 0.5 * self.W @ _B(pm), 0.5 * self.W @ Qm.swapaxes(-1, -2)
-        z = _mv(self.W, wt)
-        zbar = quat_bar(z[:, 1:])
-        z0I = z[:, 0, None, None] * eye
-        r[:, :4] = q1 - self._q0 - h * _mv(Qm, z)
-        r[:, 4:8] = p1 - self._p0 + h * _mv(Bm_t, z) + h * _mv(self.H_V, qm) + lt[:, None] * qm
-        r[:, 8] = 0.5 * ((q1 * q1).sum(axis=-1) - 1.0)
-        jac[:, :4, :4] = eye - h * (0.5 * (z0I + zbar) + Qm @ dz_q)
-        jac[:, :4, 4:8] = -h * (Qm @ dz_p)
-        jac[:, :4, 8] = 0.0
-        jac[:, 4:8, :4] = h * (Bm_t @ dz_q) + 0.5 * h * self.H_V + 0.5 * lt[:, None, None] * eye
-        jac[:, 4:8, 4:8] = eye + h * (0.5 * (z0I - zbar) + Bm_t @ dz_p)
-        jac[:, 4:8, 8] = qm
-        jac[:, 8, :4] = q1
-        jac[:, 8, 4:] = 0.0
-        return r, jac
+    def _launch(self, state, out, h, k, status, value):
+        self.kernels.livens_hamiltonian(int(self.equivariant), k, h, self.rtol, self.max_iter, self.H_V, self.W,
+                                        *self._state_args(state, out), status, value)  # fmt: skip
 
     def hamiltonian_velocity(self, q, p):
         """``∂_p H = Q(q) W Q(q)ᵀ p``: (N, 4) [1/s]."""
         return _mv(quat_Q(q), _mv(self.W, omega_tilde(q, p)))
-
-    def _finish(self, state, x, h):
-        state.q = x[:, :4].copy()
-        state.p = x[:, 4:8].copy()
-        state.v = self.hamiltonian_velocity(state.q, state.p)
-        state.lam = x[:, 8:9] / h
 
     def hamiltonian(self, state):
         """``H = ½ ω̃ᵀ W ω̃ + V(q)``: (N,) [J]; conserved by EMH."""
@@ -150,6 +112,7 @@ class _Hamiltonian(QuaternionBodies):
 class EMH(_Hamiltonian):
     """Hamiltonian energy-momentum scheme with the regularised mass matrix (Table 1, [7])."""
 
+    name = "livens emh"
     scheme_name = "EMH"
     equivariant = True
 
@@ -157,5 +120,6 @@ class EMH(_Hamiltonian):
 class MPH(_Hamiltonian):
     """Implicit midpoint rule on the Hamiltonian equations (Table 1)."""
 
+    name = "livens mph"
     scheme_name = "MPH"
     equivariant = False

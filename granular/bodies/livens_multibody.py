@@ -62,6 +62,18 @@ independently of h. The generalized energy (74) stays exact while the node kinet
 (123) grows (+27 % by t = 10 at h = 0.1) and Newton fails at t ≈ 10.9 (h = 0.1) or
 t ≈ 15 (h = 0.025). The paper's horizon T = 10 ends just before.
 
+Why this scheme stays array-based
+---------------------------------
+The single-body schemes run as per-body kernels (one GPU thread per body,
+:mod:`kernels.bodies_livens`). One closed loop is one Newton system of ``3n + m`` unknowns
+(four bars: n = 28 coordinates, m = 16 joint and unity constraints, 100 unknowns): a
+dense LU per thread would need a 100 × 101 matrix (80 kB) of thread-local memory and about
+3·10⁵ flops per iteration, far beyond the registers and local memory that keep one thread
+per system fast, and the Jacobian's joint blocks are better assembled as whole arrays.
+It therefore keeps the batched (N, k, k) assembly and :func:`granular.bodies.newton.solve`
+(one batched dense solve per iteration); a kernel for it would need one block of threads
+per system with a shared-memory LU.
+
 Paper text notes: (127) says the load acts "in the center of mass of the first bar, i.e.
 at X = l/2 e1"; ``(l/2) e1`` is the spatial position of bar 1's centre of mass, so both
 the force and the torque act at the centre of mass (as in the authors' code).
@@ -136,6 +148,7 @@ class MultibodyEML(ImplicitScheme):
     """
 
     scheme_name = "multibody EML"
+    name = "livens multibody"
 
     def __init__(self, mass, inertia, joints=(), *, n=None, gravity=(0.0, 0.0, 0.0), loads=None, backend="cpu",
                  rtol=1e-10, max_iter=25):  # fmt: skip

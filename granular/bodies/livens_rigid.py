@@ -72,11 +72,12 @@ node kinetic energy ``½ Ωᵀ J Ω`` then oscillates about E; at h = 0.05 the m
 degrades and Newton fails near t = 8.2. The trajectory still converges with order 2 on
 a fixed interval (the mode is seeded at O(h²) and grows more slowly for smaller h).
 
-Implementation: the multiplier enters as ``λ̃ = hλ``; residuals of (86b) carry units of
-momentum; analytic Jacobians; :func:`granular.bodies.newton.solve` solves all bodies
-together. Predictor: ``q_n + h v̄`` (``ϑ = 2h E(q_n) v̄`` for Null-EML), ``p_n``,
-``2 v̄ - v_n``, ``hλ_n``, with ``v̄ = (q_n - q_{n-1})/h`` the last step's midpoint velocity
-(free of the parasitic mode).
+Implementation: each scheme's step is a per-body law of :mod:`kernels.bodies_livens`
+(compiled for the CPU and the GPU; Newton with a dense LU of the body's own Jacobian, each
+body stopping on its own tolerance). The multiplier enters as ``λ̃ = hλ``; residuals of
+(86b) carry units of momentum; analytic Jacobians. Predictor: ``q_n + h v̄``
+(``ϑ = 2h E(q_n) v̄`` for Null-EML), ``p_n``, ``2 v̄ - v_n``, ``hλ_n``, with
+``v̄ = (q_n - q_{n-1})/h`` the last step's midpoint velocity (free of the parasitic mode).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ from functools import lru_cache
 import numpy as np
 
 from .. import rotations as rot
-from .livens import ImplicitScheme, LivensState, as_rows
+from .core import Scheme
+from .livens import LivensState, as_rows
 
 __all__ = [
     "quat_G",
@@ -262,7 +264,7 @@ def exp_increment_jacobian(theta):
 # --------------------------------------------------------------------- the model
 
 
-class QuaternionBodies(ImplicitScheme):
+class QuaternionBodies(Scheme):
     """N rigid bodies rotating about a fixed point, in unit quaternions; base of the schemes.
 
     Parameters
@@ -279,12 +281,22 @@ class QuaternionBodies(ImplicitScheme):
     """
 
     scheme_name = "quaternion body"
+    state_type = LivensState
+    implicit = True
+    energy_key = "generalized_energy"
+    quantities = ("newton residual",)
     n_dof = 4
     n_constraints = 1
+    k = 13  #: Newton unknowns per body
 
     def __init__(self, inertia, *, n=None, mass=0.0, center_of_mass=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, 0.0),
                  backend="cpu", rtol=1e-10, max_iter=25):  # fmt: skip
-        self._init_solver(backend, rtol, max_iter)
+        self._init_backend(backend)
+        if not (isinstance(rtol, (int, float, np.floating)) and rtol > 0.0):
+            raise ValueError(f"rtol: the Newton tolerance must be a number > 0, got {rtol!r}")
+        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+            raise ValueError(f"max_iter: the Newton iteration cap must be an integer >= 1, got {max_iter!r}")
+        self.rtol, self.max_iter = float(rtol), int(max_iter)
         xp = self.xp
         arr = xp.asarray(inertia, dtype=xp.float64)
         if arr.ndim not in (2, 3) or tuple(arr.shape[-2:]) != (3, 3):
@@ -309,11 +321,7 @@ class QuaternionBodies(ImplicitScheme):
         self.center_of_mass = as_rows(xp, center_of_mass, n, "center_of_mass", (3,))
         self.gravity = as_rows(xp, gravity, n, "gravity", (3,))
         # V = -m g·R(q) X_c = ½ qᵀ H_V q (115)
-        self.H_V = point_hessian(-self.mass[:, None] * self.gravity, self.center_of_mass)
-        self._alloc(self._unknowns())
-
-    def _unknowns(self):
-        return 13
+        self.H_V = xp.ascontiguousarray(point_hessian(-self.mass[:, None] * self.gravity, self.center_of_mass))
 
     # ---------------------------------------------------------------- state
     def state(self, q, *, Omega=None, omega=None, t=0.0, tol=1e-10) -> LivensState:
@@ -337,9 +345,13 @@ class QuaternionBodies(ImplicitScheme):
         else:
             v = velocity_from_spatial_rate(q, as_rows(xp, omega, n, "omega", (3,)))
         p = _mv(quat_mass_matrix(q, self.J), v)
-        s = self._new_state(q.copy(), v, p, 1)
-        s.t = float(t)
-        return s
+        z = xp.zeros(n, dtype=xp.int64)
+        return LivensState(q.copy(), v, p, xp.zeros((n, 1)), v.copy(), z, z.copy(), t=float(t))
+
+    def _check_state(self, state):
+        if not isinstance(state, LivensState) or tuple(state.q.shape) != (self.n, 4):
+            shape = getattr(getattr(state, "q", None), "shape", None)
+            raise ValueError(f"state: q has shape {shape}, the scheme expects ({self.n}, 4)")
 
     # ---------------------------------------------------------- diagnostics
     def potential(self, q):
@@ -387,131 +399,55 @@ class QuaternionBodies(ImplicitScheme):
         """``Ω = 2 G(q) v`` (43): (N, 3) [rad/s]."""
         return body_angular_velocity(state.q, state.v)
 
-    # --------------------------------------------------------- shared assembly
-    def _prepare_common(self, state, h):
-        self._q0, self._v0, self._p0 = state.q, state.v, state.p
-        self._Gv0 = _mv(quat_G(state.q), state.v)  # ½ Ω_n
+    def invariants(self, state):
+        """``generalized_energy`` (74), ``total_energy`` (80), ``kinetic_energy``,
+        ``potential`` (N,) [J]; ``angular_momentum`` (N, 3) [kg m²/s] (64);
+        ``unity_residual`` ``|q| - 1`` and ``hidden_constraint`` ``q·v`` (N,)."""
+        out = {"generalized_energy": self.generalized_energy(state), "total_energy": self.total_energy(state),
+               "kinetic_energy": self.kinetic_energy(state), "potential": self.potential(state.q),
+               "angular_momentum": self.angular_momentum(state), "unity_residual": self.unity_residual(state),
+               "hidden_constraint": self.hidden_constraint_residual(state)}  # fmt: skip
+        if self.energy_key not in out:
+            out[self.energy_key] = self.scheme_energy(state)
+        return out
 
-    def _omega_star(self, q1, v1, qm, vm):
-        """EML (88): ``Ω̄ = G(q_n) v_n + G(q_{n+1}) v_{n+1}`` and its derivatives in q1, v1."""
-        Gq1 = quat_G(q1)
-        return self._Gv0 + _mv(Gq1, v1), -quat_G(v1), Gq1
-
-    def _kinetic_terms(self, q1, v1, jacobian=True):
-        """``Tb = 2 G(v̄)ᵀ J Ω* = -∂̄_q T``, ``Tc = 2 G(q̄)ᵀ J Ω* = ∂̄_v T`` (87) and (with
-        ``jacobian``) their partial derivatives in q1 and v1 (each (N, 4, 4))."""
-        q0, v0 = self._q0, self._v0
-        qm, vm = 0.5 * (q0 + q1), 0.5 * (v0 + v1)
-        Om, DOq, DOv = self._omega_star(q1, v1, qm, vm)
-        Lw = _mv(self.J, Om)
-        k = {"qm": qm, "vm": vm, "Tb": 2.0 * _tmv(quat_G(vm), Lw), "Tc": 2.0 * _tmv(quat_G(qm), Lw)}
-        if jacobian:
-            GvJ = 2.0 * quat_G(vm).swapaxes(-1, -2) @ self.J
-            GqJ = 2.0 * quat_G(qm).swapaxes(-1, -2) @ self.J
-            bar = quat_bar(Lw)
-            k["Tb_q"], k["Tb_v"] = GvJ @ DOq, bar + GvJ @ DOv
-            k["Tc_q"], k["Tc_v"] = bar + GqJ @ DOq, GqJ @ DOv
-        return k
+    def _state_args(self, state, out):
+        return (state.q, state.v, state.p, state.lam, state.v_half, state.iterations_total, out.q, out.v, out.p,
+                out.lam, out.v_half, out.iterations, out.iterations_total)  # fmt: skip
 
 
 class EML(QuaternionBodies):
     """Livens energy-momentum scheme for rigid-body rotation in quaternions (86)-(93).
 
     13 unknowns per body ``(q_{n+1}, p_{n+1}, v_{n+1}, hλ)``. Conserves (74), ``|q| = 1`` and
-    the spatial angular momentum about symmetry axes of V exactly. Example (Sect. 5.3)::
+    the spatial angular momentum about symmetry axes of V exactly. Per-body law
+    ``eml_body`` of :mod:`kernels.bodies_livens`. Example (Sect. 5.3)::
 
         em = EML([[6, 0, 0], [0, 8, 0], [0, 0, 3]], n=1)
         s = em.state([1.0, 0, 0, 0], Omega=[10.0, 20.0, 20.0])
         em.run(s, 0.05, 40)
     """
 
+    name = "livens eml"
     scheme_name = "EML"
+    _midpoint = 0
 
-    def _prepare(self, state, h):
-        self._prepare_common(state, h)
-        x0 = self._x0
-        vh = self._midpoint_velocity(state)
-        x0[:, :4] = state.q + h * vh
-        x0[:, 4:8] = state.p
-        x0[:, 8:12] = 2.0 * vh - state.v
-        x0[:, 12] = h * state.lam[:, 0]
-
-    def _residual(self, x):
-        """Residual of (86a)-(86d) with ``λ̃ = hλ`` and its Jacobian. Rows: ``q1 - q0 - h v̄``;
-        ``p1 - p0 + h Tb + h H_V q̄ + λ̃ q̄``; ``p̄ - Tc``; ``½(q1·q1 - 1)``."""
-        h, r, jac, t = self._h, self._r, self._jac, _t(x)
-        q1, p1, v1, lt = x[:, :4], x[:, 4:8], x[:, 8:12], x[:, 12]
-        k = self._kinetic_terms(q1, v1)
-        qm = k["qm"]
-        eye = t["eye4"]
-        r[:, :4] = q1 - self._q0 - h * k["vm"]
-        r[:, 4:8] = p1 - self._p0 + h * k["Tb"] + h * _mv(self.H_V, qm) + lt[:, None] * qm
-        r[:, 8:12] = 0.5 * (self._p0 + p1) - k["Tc"]
-        r[:, 12] = 0.5 * ((q1 * q1).sum(axis=-1) - 1.0)
-        jac.fill(0.0)
-        jac[:, :4, :4] = eye
-        jac[:, :4, 8:12] = -0.5 * h * eye
-        jac[:, 4:8, :4] = h * k["Tb_q"] + 0.5 * h * self.H_V + 0.5 * lt[:, None, None] * eye
-        jac[:, 4:8, 4:8] = eye
-        jac[:, 4:8, 8:12] = h * k["Tb_v"]
-        jac[:, 4:8, 12] = qm
-        jac[:, 8:12, :4] = -k["Tc_q"]
-        jac[:, 8:12, 4:8] = 0.5 * eye
-        jac[:, 8:12, 8:12] = -k["Tc_v"]
-        jac[:, 12, :4] = q1
-        return r, jac
-
-    def _finish(self, state, x, h):
-        state.q = x[:, :4].copy()
-        state.p = x[:, 4:8].copy()
-        state.v = x[:, 8:12].copy()
-        state.lam = x[:, 12:13] / h
+    def _launch(self, state, out, h, k, status, value):
+        self.kernels.livens_eml(self._midpoint, k, h, self.rtol, self.max_iter, self.J, self.H_V,
+                                *self._state_args(state, out), status, value)  # fmt: skip
 
 
 class REML(QuaternionBodies):
     """EML with ``v_{n+1}``, ``p_{n+1}`` eliminated, (101)-(103): 5 unknowns ``(q_{n+1}, hλ)``
     per body. Same solution as :class:`EML` (to the Newton tolerance)."""
 
+    name = "livens reml"
     scheme_name = "REML"
+    k = 5
 
-    def _unknowns(self):
-        return 5
-
-    def _prepare(self, state, h):
-        self._prepare_common(state, h)
-        self._x0[:, :4] = state.q + h * self._midpoint_velocity(state)
-        self._x0[:, 4] = h * state.lam[:, 0]
-
-    def _reduced(self, q1, jacobian=True):
-        """``v1`` (101), ``p1`` (102) and the λ-free residual of (86b) with its q1-derivative."""
-        h = self._h
-        v1 = (2.0 / h) * (q1 - self._q0) - self._v0
-        k = self._kinetic_terms(q1, v1, jacobian)
-        qm = k["qm"]
-        p1 = 2.0 * k["Tc"] - self._p0
-        res = p1 - self._p0 + h * k["Tb"] + h * _mv(self.H_V, qm)
-        if not jacobian:
-            return v1, p1, qm, res, None
-        dres = 2.0 * (k["Tc_q"] + (2.0 / h) * k["Tc_v"]) + h * k["Tb_q"] + 2.0 * k["Tb_v"] + 0.5 * h * self.H_V
-        return v1, p1, qm, res, dres
-
-    def _residual(self, x):
-        r, jac = self._r, self._jac
-        q1, lt = x[:, :4], x[:, 4]
-        _, _, qm, res, dres = self._reduced(q1)
-        r[:, :4] = res + lt[:, None] * qm
-        r[:, 4] = 0.5 * ((q1 * q1).sum(axis=-1) - 1.0)
-        jac[:, :4, :4] = dres + 0.5 * lt[:, None, None] * _t(x)["eye4"]
-        jac[:, :4, 4] = qm
-        jac[:, 4, :4] = q1
-        jac[:, 4, 4] = 0.0
-        return r, jac
-
-    def _finish(self, state, x, h):
-        q1 = x[:, :4].copy()
-        v1, p1, _, _, _ = self._reduced(q1, jacobian=False)
-        state.q, state.v, state.p = q1, v1, p1
-        state.lam = x[:, 4:5] / h
+    def _launch(self, state, out, h, k, status, value):
+        self.kernels.livens_reml(k, h, self.rtol, self.max_iter, self.J, self.H_V, *self._state_args(state, out),
+                                 status, value)  # fmt: skip
 
 
 class NullEML(QuaternionBodies):
@@ -519,38 +455,10 @@ class NullEML(QuaternionBodies):
     ``q_{n+1} = exp_{S³}((0, ½ϑ)) ⊗ q_n``. Same solution as :class:`EML` (to the Newton
     tolerance); ``|q| = 1`` holds by construction (to round-off)."""
 
+    name = "livens null-eml"
     scheme_name = "Null-EML"
+    k = 3
 
-    def _unknowns(self):
-        return 3
-
-    def _prepare(self, state, h):
-        self._prepare_common(state, h)
-        self._Qr0 = quat_right(state.q)
-        self._x0[:] = h * spatial_angular_velocity(state.q, self._midpoint_velocity(state))
-
-    def _reduced(self, theta, jacobian=True):
-        h = self._h
-        q1 = _mv(self._Qr0, exp_increment(theta))
-        v1 = (2.0 / h) * (q1 - self._q0) - self._v0
-        k = self._kinetic_terms(q1, v1, jacobian)
-        qm = k["qm"]
-        p1 = 2.0 * k["Tc"] - self._p0
-        res = p1 - self._p0 + h * k["Tb"] + h * _mv(self.H_V, qm)
-        return q1, v1, p1, qm, res, k
-
-    def _residual(self, x):
-        h, r, jac = self._h, self._r, self._jac
-        q1, _, _, qm, res, k = self._reduced(x)
-        Gqm = quat_G(qm)
-        r[:] = _mv(Gqm, res)
-        dres = 2.0 * (k["Tc_q"] + (2.0 / h) * k["Tc_v"]) + h * k["Tb_q"] + 2.0 * k["Tb_v"] + 0.5 * h * self.H_V
-        dF = -0.5 * quat_G(res) + Gqm @ dres  # ∂(G(q̄) res)/∂q1, with G(q̄) res = -G(res) q̄
-        jac[:] = dF @ (self._Qr0 @ exp_increment_jacobian(x))
-        return r, jac
-
-    def _finish(self, state, x, h):
-        q1, v1, p1, qm, res, _ = self._reduced(x.copy(), jacobian=False)
-        state.q, state.v, state.p = q1, v1, p1
-        lt = -(qm * res).sum(axis=-1) / (qm * qm).sum(axis=-1)
-        state.lam = (lt / h)[:, None]
+    def _launch(self, state, out, h, k, status, value):
+        self.kernels.livens_null_eml(k, h, self.rtol, self.max_iter, self.J, self.H_V, *self._state_args(state, out),
+                                     status, value)  # fmt: skip

@@ -1,8 +1,10 @@
 """Batched Newton solver for N independent small nonlinear systems ``r_b(x_b) = 0``.
 
-Every implicit body scheme (directors and the non-twisting frame, paper 000; the Livens
-quaternion scheme, paper 002) solves one small system of ``k`` equations per body and
-step. :func:`solve` solves all ``N`` of them together on the backend's arrays: one call of
+The array-based implicit schemes (the general Livens scheme (72) for a user
+``MechanicalSystem`` and the multibody closed loop of paper 002) solve one system of
+``k`` equations per system and step; the single-body schemes do their Newton iterations
+inside their per-body kernels instead (``kernels/bodies_*.py``). :func:`solve` solves all
+``N`` of them together on the backend's arrays: one call of
 the residual-and-Jacobian function per iteration for the whole batch, one batched dense
 solve ``xp.linalg.solve`` on the ``(N, k, k)`` stack, and per-body convergence tracking.
 
@@ -21,8 +23,9 @@ quadratic convergence of an exact Jacobian the accepted iterate is then accurate
 ``rtol²``. ``atol`` (default 0) is an absolute floor for unknowns whose solution is 0.
 
 Failure is loud. A non-finite residual or Jacobian, a singular Jacobian, or a body still
-unconverged after ``max_iter`` iterations raises :class:`NewtonError` naming the first
-such body, its residual norm and the iteration cap. Nothing is accepted silently; the
+unconverged after ``max_iter`` iterations raises :class:`NewtonError` (the error of the
+body schemes, :mod:`granular.bodies.core`) naming the first such body, its residual
+norm and the iteration cap. Nothing is accepted silently; the
 caller's state is not modified by :func:`solve` (it works on a copy of ``x0`` or on
 ``out``).
 
@@ -37,38 +40,9 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..rotations import array_module
+from .core import NewtonError
 
 __all__ = ["NewtonError", "NewtonResult", "solve"]
-
-
-class NewtonError(RuntimeError):
-    """A batched Newton solve failed for at least one body.
-
-    Attributes
-    ----------
-    body: index of the first failed body in the batch.
-    residual: ``‖r_body‖∞`` at that body's last evaluated iterate [units of the residual].
-    iterations: iterations done for that body.
-    max_iter: the iteration cap of the solve.
-    failed: number of failed bodies in the batch.
-    reason: ``"not converged"``, ``"non-finite residual or Jacobian"`` or
-        ``"singular Jacobian"``.
-    """
-
-    def __init__(self, body, residual, iterations, max_iter, failed, n, reason, update=float("nan"), context=""):
-        self.body = int(body)
-        self.residual = float(residual)
-        self.iterations = int(iterations)
-        self.max_iter = int(max_iter)
-        self.failed = int(failed)
-        self.reason = reason
-        self.update = float(update)
-        where = f" ({context})" if context else ""
-        super().__init__(
-            f"Newton solve failed{where}: body {self.body}: {reason}; residual |r|_inf = {self.residual:.3e}, "
-            f"last update |dx|_inf = {self.update:.3e} after {self.iterations} iteration(s), "
-            f"cap max_iter = {self.max_iter}; {self.failed} of {n} bodies failed"
-        )
 
 
 class NewtonResult(NamedTuple):
@@ -98,6 +72,8 @@ def solve(
     max_iter: int = 25,
     out=None,
     context: str = "",
+    step=None,
+    scheme: str = "",
 ) -> NewtonResult:
     """Solve ``r_b(x_b) = 0`` for every row ``b`` by Newton's method, all rows together.
 
@@ -112,6 +88,7 @@ def solve(
     max_iter: iteration cap, >= 1; a body not converged after it raises.
     out: optional (N, k) array receiving the solution (the iteration runs in it).
     context: text added to an error message (e.g. the step number).
+    step, scheme: the step number and scheme name carried by a :class:`NewtonError`.
 
     Returns
     -------
@@ -156,18 +133,19 @@ def solve(
         finite = xp.isfinite(rnorm) & xp.isfinite(jac.reshape(n, k * k)).all(axis=-1)
         bad = active & ~finite
         if bool(bad.any()):
-            _raise(xp, bad, residual, update, iterations, max_iter, "non-finite residual or Jacobian", context)
+            _raise(xp, bad, residual, update, iterations, max_iter, "non-finite residual or Jacobian", context, step,
+                   scheme)
         try:
             dx = xp.linalg.solve(jac, -r[..., None])[..., 0]
         except np.linalg.LinAlgError:  # NumPy (and CuPy in 'raise' mode) on an exactly singular matrix
             singular = active & ~(xp.linalg.det(jac) != 0.0)
             if not bool(singular.any()):  # defensive: the solver failed on a frozen body
                 singular = ~(xp.linalg.det(jac) != 0.0)
-            _raise(xp, singular, residual, update, iterations, max_iter, "singular Jacobian", context)
+            _raise(xp, singular, residual, update, iterations, max_iter, "singular Jacobian", context, step, scheme)
         dnorm = _inf_norm(dx)
         bad = active & ~xp.isfinite(dnorm)  # CuPy returns inf/nan instead of raising
         if bool(bad.any()):
-            _raise(xp, bad, residual, update, iterations, max_iter, "singular Jacobian", context)
+            _raise(xp, bad, residual, update, iterations, max_iter, "singular Jacobian", context, step, scheme)
         x += xp.where(active[:, None], dx, 0.0)
         update = xp.where(active, dnorm, update)
         iterations += active
@@ -175,20 +153,17 @@ def solve(
         active &= ~converged
         if not bool(active.any()):
             return NewtonResult(x, iterations, residual)
-    _raise(xp, active, residual, update, iterations, max_iter, "not converged", context)
+    _raise(xp, active, residual, update, iterations, max_iter, "not converged", context, step, scheme)
 
 
-def _raise(xp, mask, residual, update, iterations, max_iter, reason, context):
+def _raise(xp, mask, residual, update, iterations, max_iter, reason, context, step, scheme):
     idx = xp.nonzero(mask)[0]
     b = int(idx[0])
+    res, upd, it = float(residual[b]), float(update[b]), int(iterations[b])
+    where = f" ({context})" if context else ""
     raise NewtonError(
-        b,
-        float(residual[b]),
-        int(iterations[b]),
-        max_iter,
-        int(idx.size),
-        int(mask.shape[0]),
-        reason,
-        update=float(update[b]),
-        context=context,
-    )
+        f"Newton solve failed{where}: body {b}: {reason}; residual |r|_inf = {res:.3e}, "
+        f"last update |dx|_inf = {upd:.3e} after {it} iteration(s), cap max_iter = {int(max_iter)}; "
+        f"{int(idx.size)} of {int(mask.shape[0])} bodies failed",
+        body=b, step=step, reason=reason, residual=res, iterations=it, max_iter=max_iter, failed=int(idx.size),
+        update=upd, scheme=scheme)  # fmt: skip

@@ -112,6 +112,17 @@ class NonTwistingChecks:
     def _check_initial(self, d, omega, tol):
         _check_no_twist(self.xp, d, omega, tol)
 
+    def _check_width(self, c):
+        _check_material_width(c)
+
+    def invariants(self, state):
+        """The director invariants plus ``nonholonomic_momenta`` (N, 3) ``(Π^1, Π^2, Π^3)``
+        (74) and ``twist_rate`` (N,) (80) at the nodes."""
+        out = super().invariants(state)
+        out["nonholonomic_momenta"] = self.xp.stack(nonholonomic_momenta(self.euler, state.d, state.v), axis=-1)
+        out["twist_rate"] = twist_rate(state.d, state.v, self.a)
+        return out
+
 
 class NonTwistingEM(NonTwistingChecks, DirectorEM):
     """Specialised energy-momentum scheme (92)-(94) for the body on the non-twisting frame.
@@ -129,11 +140,8 @@ class NonTwistingEM(NonTwistingChecks, DirectorEM):
         em.run(s, 0.005, 1000)
     """
 
+    name = "nontwisting em"
     scheme_name = "non-twisting EM"
-
-    def _prepare(self, state, h):
-        super()._prepare(state, h)
-        _check_material_width(self._load[1])
 
     def nonholonomic_momenta(self, state):
         """(N, 3) [kg m²/s]: Π^1, Π^2 (conserved without load, (95)) and Π^3 (= 0)."""

@@ -17,7 +17,9 @@ Rails (all lengths [L], body frame, relative to the ball's geometric centre):
 :class:`EllipseRail`     ``ζ = c + a cos θ u + b sin θ v``
 :class:`FigureEightRail` ``ζ = c + a sin θ u + b sin θ cos θ v`` (lemniscate of Gerono)
 :class:`LineRail`        ``ζ = c + θ d`` (``θ`` is arc length when ``|d| = 1``)
-:class:`CurveRail`       user functions ``ζ(θ)``, ``ζ'(θ)``, ``ζ''(θ)``
+:class:`FourierRail`     ``ζ = c + Σ_k (A_k cos kθ + B_k sin kθ)``, any smooth closed curve
+:class:`CurveRail`       user functions ``ζ(θ)``, ``ζ'(θ)``, ``ζ''(θ)`` (model diagnostics
+                         only: the per-ball kernels cannot call Python)
 ==================  ===========================================================
 
 ``u`` and ``v`` must be orthonormal (checked to 1e-12); the default plane is the body
@@ -25,7 +27,12 @@ Rails (all lengths [L], body frame, relative to the ball's geometric centre):
 
 Actuations (``θ`` [rad for closed rails, L for a line], ``t`` [T]):
 :class:`ConstantSpeed` ``θ = θ0 + w t``; :func:`at_rest` (``w = 0``); :class:`Sinusoidal`
-``θ = θc + A sin(ω t + φ)``; :class:`UserActuation` user functions of ``t``.
+``θ = θc + A sin(ω t + φ)``; :class:`Harmonic` ``θ = θ0 + w t + A sin(ν t + φ)`` (both at
+once); :class:`UserActuation` user functions of ``t`` (model diagnostics only).
+
+Every rail and actuation but the two user-function ones gives its parameters to the
+per-ball kernels (:mod:`kernels.bodies_rolling`) through ``kernel_params()``: a kind code
+and a (B, P) host array.
 
 Batching: every parameter may be given once (shared by all balls) or with a leading axis
 of length ``N`` (one row per ball); a batch uses the same rail *type* for mass ``i`` in
@@ -50,14 +57,17 @@ __all__ = [
     "FigureEightRail",
     "LineRail",
     "CurveRail",
+    "FourierRail",
     "Actuation",
     "ConstantSpeed",
     "Sinusoidal",
     "UserActuation",
+    "Harmonic",
     "at_rest",
     "MassKinematics",
     "mass_kinematics",
     "derivative_error",
+    "kernel_rails",
 ]
 
 E1 = (1.0, 0.0, 0.0)
@@ -136,6 +146,19 @@ class Rail(_HostParams):
         """``ζ(θ)``: (max(M, B), 3) [L]."""
         return self.evaluate(theta)[0]
 
+    kind = None  #: rail kind of :mod:`kernels.bodies_rolling` (None: not available there)
+
+    def kernel_params(self):
+        """``(kind, terms, params)``: the kernel's rail kind, number of Fourier terms and
+        the (B, P) float64 host parameters (see :mod:`kernels.bodies_rolling`)."""
+        raise ValueError(f"{type(self).__name__}: evaluated by Python callables, which the per-ball kernels cannot "
+                         "call; describe the curve as a FourierRail (or a circle, ellipse, figure eight or line)")
+
+    def _pack(self, *names):
+        h = self._host
+        return np.concatenate([np.broadcast_to(h[k].reshape(h[k].shape[0], -1), (self.rows, h[k][0].size))
+                               for k in names], axis=1)  # fmt: skip
+
 
 class _PlanarRail(Rail):
     """A rail in the plane through ``center`` spanned by orthonormal ``u``, ``v``."""
@@ -151,6 +174,14 @@ class _PlanarRail(Rail):
             raise ValueError("u, v: the rail's in-plane axes must be orthonormal (|u| = |v| = 1, u·v = 0 to 1e-12)")
         self._init_params(center=c, u=uu.copy(), v=vv.copy(), **scalars)
 
+    def kernel_params(self):
+        h = self._host
+        a = h["radius"] if "radius" in h else h["a"]
+        b = h["b"] if "b" in h else np.zeros_like(a)
+        ab = np.stack(np.broadcast_arrays(a, b), axis=1)
+        return self.kind, 0, np.concatenate([self._pack("center", "u", "v"), np.broadcast_to(ab, (self.rows, 2))],
+                                            axis=1)  # fmt: skip
+
     def _combine(self, xp, th, cu, cv, du, dv, ddu, ddv):
         p = self._params(xp)
         u, v = p["u"], p["v"]
@@ -165,6 +196,8 @@ class CircleRail(_PlanarRail):
     (3,) or (N, 3) orthonormal, default the body x-z plane.
     """
 
+    kind = 0
+
     def __init__(self, radius, center=(0.0, 0.0, 0.0), u=E1, v=E3):
         self._init_frame(center, u, v, radius=_host_rows(radius, "radius", (), positive=True))
 
@@ -177,6 +210,8 @@ class CircleRail(_PlanarRail):
 
 class EllipseRail(_PlanarRail):
     """Ellipse ``ζ = c + a cos θ u + b sin θ v``; ``a``, ``b``: scalar or (N,) [L], > 0."""
+
+    kind = 1
 
     def __init__(self, a, b, center=(0.0, 0.0, 0.0), u=E1, v=E3):
         self._init_frame(center, u, v, a=_host_rows(a, "a", (), positive=True), b=_host_rows(b, "b", (), positive=True))
@@ -196,6 +231,8 @@ class FigureEightRail(_PlanarRail):
     ``±b/2`` along ``v``. ``a``, ``b``: scalar or (N,) [L], > 0.
     """
 
+    kind = 2
+
     def __init__(self, a, b, center=(0.0, 0.0, 0.0), u=E1, v=E3):
         self._init_frame(center, u, v, a=_host_rows(a, "a", (), positive=True), b=_host_rows(b, "b", (), positive=True))
 
@@ -212,6 +249,11 @@ class LineRail(Rail):
     """Straight rail ``ζ = c + θ d``; ``direction`` d: (3,) or (N, 3) [L/θ], non-zero
     (θ is arc length [L] when ``|d| = 1``); ``center``: (3,) or (N, 3) [L]."""
 
+    kind = 3
+
+    def kernel_params(self):
+        return self.kind, 0, self._pack("center", "direction")
+
     def __init__(self, direction, center=(0.0, 0.0, 0.0)):
         self._init_params(
             center=_host_rows(center, "center", (3,)), direction=_host_rows(direction, "direction", (3,), nonzero=True)
@@ -224,6 +266,52 @@ class LineRail(Rail):
         zeta = p["center"] + th[:, None] * d
         d1 = xp.broadcast_to(d, zeta.shape)
         return zeta, d1, xp.zeros_like(zeta)
+
+
+class FourierRail(Rail):
+    """Closed curve ``ζ = c + Σ_{k=1..M} (A_k cos kθ + B_k sin kθ)`` [L], body frame.
+
+    ``center``: (3,) or (N, 3); ``cos_coefficients`` ``A``, ``sin_coefficients`` ``B``:
+    (M, 3) or (N, M, 3) [L]. ``ζ' = Σ k (-A_k sin kθ + B_k cos kθ)``,
+    ``ζ'' = -Σ k² (A_k cos kθ + B_k sin kθ)``.
+    """
+
+    kind = 4
+
+    def __init__(self, center, cos_coefficients, sin_coefficients):
+        A = np.array(cos_coefficients, dtype=np.float64)
+        B = np.array(sin_coefficients, dtype=np.float64)
+        if A.ndim == 2:
+            A = A[None]
+        if B.ndim == 2:
+            B = B[None]
+        if A.ndim != 3 or A.shape[2] != 3 or B.shape[1:] != A.shape[1:] or A.shape[1] < 1:
+            raise ValueError(f"cos_coefficients, sin_coefficients: expected equal shapes (M, 3) or (N, M, 3), M >= 1, "
+                             f"got {np.shape(cos_coefficients)} and {np.shape(sin_coefficients)}")  # fmt: skip
+        if not (np.isfinite(A).all() and np.isfinite(B).all()):
+            raise ValueError("cos_coefficients, sin_coefficients: must be finite")
+        self.terms = A.shape[1]
+        self._init_params(center=_host_rows(center, "center", (3,)), A=A, B=B)
+
+    def evaluate(self, theta):
+        xp, th = _as_theta(theta)
+        p = self._params(xp)
+        z, d1, d2 = p["center"] + 0.0 * th[:, None], 0.0 * th[:, None], 0.0 * th[:, None]
+        for m in range(self.terms):
+            f = float(m + 1)
+            c, s = xp.cos(f * th)[:, None], xp.sin(f * th)[:, None]
+            A, B = p["A"][:, m], p["B"][:, m]
+            z = z + c * A + s * B
+            d1 = d1 - (f * s) * A + (f * c) * B
+            d2 = d2 - (f * f * c) * A - (f * f * s) * B
+        return z, d1, d2
+
+    def kernel_params(self):
+        h = self._host
+        AB = np.stack([np.broadcast_to(h["A"], (self.rows,) + h["A"].shape[1:]),
+                       np.broadcast_to(h["B"], (self.rows,) + h["B"].shape[1:])], axis=2)  # (B, M, 2, 3)
+        c = np.broadcast_to(h["center"], (self.rows, 3))
+        return self.kind, self.terms, np.concatenate([c, AB.reshape(self.rows, -1)], axis=1)
 
 
 class CurveRail(Rail):
@@ -274,6 +362,16 @@ def derivative_error(rail, theta, step=1e-4):
 class Actuation(_HostParams):
     """A prescribed rail coordinate ``θ(t)``; calling it gives ``(θ, θ̇, θ̈)``."""
 
+    def kernel_params(self):
+        """(B, 5) float64 host ``[c, w, A, ν, φ]`` of ``θ = c + w t + A sin(ν t + φ)``, the
+        form of the per-ball kernels."""
+        raise ValueError(f"{type(self).__name__}: evaluated by Python callables, which the per-ball kernels cannot "
+                         "call; use ConstantSpeed, Sinusoidal or Harmonic")
+
+    def _pack(self, c, w, A, nu, ph):
+        cols = np.broadcast_arrays(*[np.asarray(x, dtype=np.float64).reshape(-1) for x in (c, w, A, nu, ph)])
+        return np.ascontiguousarray(np.stack(cols, axis=1))
+
     def __call__(self, t, xp):
         """At time ``t`` (float or (N,) array [T]): ``(θ, θ̇, θ̈)``, each an array
         broadcastable to (N,) [θ], [θ/T], [θ/T²]."""
@@ -290,6 +388,10 @@ class ConstantSpeed(Actuation):
         p = self._params(xp)
         w = p["speed"]
         return p["theta0"] + w * t, w + 0.0 * t, xp.zeros_like(w) + 0.0 * t
+
+    def kernel_params(self):
+        h = self._host
+        return self._pack(h["theta0"], h["speed"], 0.0, 0.0, 0.0)
 
 
 def at_rest(theta0):
@@ -315,6 +417,32 @@ class Sinusoidal(Actuation):
         arg = w * t + p["phase"]
         s, c = xp.sin(arg), xp.cos(arg)
         return p["center"] + A * s, A * w * c, -A * w * w * s
+
+    def kernel_params(self):
+        h = self._host
+        return self._pack(h["center"], 0.0, h["amplitude"], h["frequency"], h["phase"])
+
+
+class Harmonic(Actuation):
+    """``θ = θ0 + w t + A sin(ν t + φ)``: ``theta0`` [θ], ``speed`` w [θ/T], ``amplitude`` A
+    [θ], ``frequency`` ν [rad/T], ``phase`` φ [rad]; each scalar or (N,). Includes
+    :class:`ConstantSpeed` (A = 0) and :class:`Sinusoidal` (w = 0)."""
+
+    def __init__(self, theta0, speed, amplitude, frequency, phase=0.0):
+        self._init_params(theta0=_host_rows(theta0, "theta0", ()), speed=_host_rows(speed, "speed", ()),
+                          amplitude=_host_rows(amplitude, "amplitude", ()),
+                          frequency=_host_rows(frequency, "frequency", ()), phase=_host_rows(phase, "phase", ()))  # fmt: skip
+
+    def __call__(self, t, xp):
+        p = self._params(xp)
+        w, A, nu = p["speed"], p["amplitude"], p["frequency"]
+        arg = nu * t + p["phase"]
+        s = xp.sin(arg)
+        return p["theta0"] + w * t + A * s, w + A * nu * xp.cos(arg), -A * nu * nu * s
+
+    def kernel_params(self):
+        h = self._host
+        return self._pack(h["theta0"], h["speed"], h["amplitude"], h["frequency"], h["phase"])
 
 
 class UserActuation(Actuation):
@@ -379,3 +507,34 @@ def mass_kinematics(rails, actuations, t, n, xp):
         return MassKinematics(e, e, e, e, xp.zeros((n, 0)))
     st = lambda lst: xp.stack(lst, axis=1)  # noqa: E731
     return MassKinematics(st(chi), st(dchi), st(ddchi), st(tan), st(thd))
+
+
+# --------------------------------------------------------------------- kernels
+
+
+def kernel_rails(backend, rails, actuations, n_rows):
+    """``(rail_info (K, 2) int32, rail_par (B, K, P), act_par (B, K, 5))`` on ``backend``
+    for the rails and actuations (``ValueError`` naming one the kernels cannot take)."""
+    K = len(rails)
+    info = np.zeros((max(K, 1), 2), dtype=np.int32)
+    packs, acts = [], []
+    for k, (rail, act) in enumerate(zip(rails, actuations)):
+        try:
+            kind, terms, par = rail.kernel_params()
+        except ValueError as exc:
+            raise ValueError(f"rails[{k}]: {exc}") from None
+        try:
+            acts.append(act.kernel_params())
+        except ValueError as exc:
+            raise ValueError(f"actuations[{k}]: {exc}") from None
+        info[k] = kind, terms
+        packs.append(par)
+    rows = max([n_rows] + [p.shape[0] for p in packs + acts])
+    rows = rows if any(p.shape[0] > 1 for p in packs + acts) else 1
+    P = max([11] + [p.shape[1] for p in packs])
+    rail_par = np.zeros((rows, max(K, 1), P))
+    act_par = np.zeros((rows, max(K, 1), 5))
+    for k, (par, a) in enumerate(zip(packs, acts)):
+        rail_par[:, k, : par.shape[1]] = par
+        act_par[:, k] = a
+    return backend.asarray(info), backend.asarray(rail_par), backend.asarray(act_par)

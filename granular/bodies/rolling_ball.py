@@ -50,16 +50,18 @@ reported by :meth:`RollingBall.invariants` as accuracy measures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import rotations as rot
 from ..backend import resolve_backend
+from .core import BodyState
 from .rails import Actuation, Rail, _host_rows, mass_kinematics
 
 __all__ = [
     "RollingBall",
+    "HarmonicForce",
     "RollingBallState",
     "COLUMNS",
     "OMEGA",
@@ -117,14 +119,43 @@ def _sym3_solve(a00, a01, a02, a11, a12, a22, b):
                      c02 * b0 + c12 * b1 + c22 * b2], axis=-1) / det[:, None]  # fmt: skip
 
 
+class HarmonicForce:
+    """A spatial force at the ball's centre, ``F_j(t) = F0_j + A_j cos(ν_j t + φ_j)`` per
+    component ``j``: ``offset`` F0 [M L/T²], ``amplitude`` A [M L/T²], ``frequency`` ν
+    [rad/T], ``phase`` φ [rad], each (3,) or (N, 3). Evaluated inside the per-ball kernels
+    (a Python callable can only be evaluated on the host at the RK4 stage times).
+
+    Calling it at ``t`` (a float, or a (N,) array) gives (3,) or (N, 3) (the model's
+    diagnostics call it like any force callable).
+    """
+
+    def __init__(self, offset=(0.0, 0.0, 0.0), amplitude=(0.0, 0.0, 0.0), frequency=(0.0, 0.0, 0.0),
+                 phase=(0.0, 0.0, 0.0)):  # fmt: skip
+        arrays = [_host_rows(a, name, (3,)) for a, name in
+                  ((offset, "offset"), (amplitude, "amplitude"), (frequency, "frequency"), (phase, "phase"))]  # fmt: skip
+        rows = {a.shape[0] for a in arrays} - {1}
+        if len(rows) > 1:
+            raise ValueError(f"HarmonicForce: offset, amplitude, frequency, phase have different numbers of rows {rows}")
+        self.rows = rows.pop() if rows else 1
+        self.params = np.ascontiguousarray(np.stack(np.broadcast_arrays(*[np.broadcast_to(a, (self.rows, 3))
+                                                                          for a in arrays]), axis=2))  # (B, 3, 4)
+
+    def __call__(self, t):
+        xp = np if isinstance(t, (int, float, np.floating)) else rot.array_module(t)
+        p = xp.asarray(self.params)
+        tt = xp.asarray(t, dtype=xp.float64)
+        if tt.ndim == 0:
+            F = p[..., 0] + p[..., 1] * xp.cos(p[..., 2] * tt + p[..., 3])
+            return F[0] if self.rows == 1 else F
+        return p[..., 0] + p[..., 1] * xp.cos(p[..., 2] * tt[:, None] + p[..., 3])
+
+
 @dataclass
-class RollingBallState:
+class RollingBallState(BodyState):
     """Changing arrays: ``y`` (N, 13) or (N, 15) float64 (layout in the module
     docstring), clock ``t`` [T] (float) and ``step`` (int)."""
 
     y: object
-    t: float = 0.0
-    step: int = 0
 
     @property
     def Omega(self):
@@ -157,9 +188,6 @@ class RollingBallState:
         """(N,) work of the external force ``F_e`` since the start [M L²/T²], or None."""
         return self.y[:, WORK_EXTERNAL] if self.y.shape[1] > WORK_EXTERNAL else None
 
-    def copy(self):
-        return replace(self, y=self.y.copy())
-
 
 class RollingBall:
     """Fixed parameters of ``N`` rolling balls with ``K`` internal masses each.
@@ -177,8 +205,9 @@ class RollingBall:
     actuations: K :class:`~granular.bodies.rails.Actuation` objects, ``θ_i(t)``.
     gravity: ``g`` [L/T²], finite, >= 0.
     external_force: ``None``; a spatial force ``F_e`` at the geometric centre, (3,) or
-        (N, 3) [M L/T²]; or a callable ``t -> F_e`` returning such an array (``t`` a float
-        or a (N,) array).
+        (N, 3) [M L/T²]; a :class:`HarmonicForce`; or a callable ``t -> F_e`` returning
+        such an array (``t`` a float or a (N,) array; the RK4 scheme evaluates it on the
+        host at its stage times, the adaptive scheme needs a constant or harmonic force).
     n: number of balls; needed only when every parameter is shared (default 1).
     backend: a :class:`~granular.backend.Backend` or its name.
     """

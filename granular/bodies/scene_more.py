@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rotations as rot
-from .scene_systems import AXES, SMALL_BATCH, BodySystem, _same, det_minus_one
+from .core import scheme_class
+from .scene_systems import AXES, SMALL_BATCH, BodySystem, det_minus_one
 
 # ---------------------------------------------------------------------- livens (002)
 
@@ -20,22 +21,17 @@ class LivensSystem(BodySystem):
     :mod:`granular.bodies.livens_comparators`; bodies rotating about a fixed point at
     ``position`` (default: spaced along x) with an optional gravity potential (115)."""
 
-    implicit = True
-
     def __init__(self, cfg, backend):
-        from . import livens_comparators as lc
         from . import livens_rigid as lr
 
         t, xp, n = cfg.table, backend.xp, cfg.count
         self.cfg, self.backend, self.n = cfg, backend, n
-        classes = {"eml": lr.EML, "reml": lr.REML, "null-eml": lr.NullEML, "mpl": lc.MPL, "emh": lc.EMH,
-                   "mph": lc.MPH}  # fmt: skip
         self.label = f"livens {t.variant}"
         mass = cfg.arrays.get("mass", np.zeros(n))  # (N,) [M]; the key's default is 0 (no potential)
         com = cfg.arrays.get("center_of_mass", np.zeros((n, 3)))
         self.pivot = cfg.arrays.get("position", cfg.offsets)
         self.mass = mass
-        self.scheme = classes[t.variant](xp.asarray(cfg.inertia), n=n, mass=xp.asarray(mass),
+        self.scheme = scheme_class(f"livens {t.variant}")(xp.asarray(cfg.inertia), n=n, mass=xp.asarray(mass),
                                          center_of_mass=xp.asarray(com), gravity=xp.asarray(t.gravity),
                                          backend=backend, rtol=t.newton_rtol, max_iter=t.newton_max_iter)  # fmt: skip
         q = xp.asarray(cfg.quaternion)
@@ -44,17 +40,6 @@ class LivensSystem(BodySystem):
         else:
             self.state = self.scheme.state(q, Omega=xp.asarray(cfg.omega_body))
         self._lr = lr
-
-    @property
-    def time(self):
-        return self.state.t
-
-    @property
-    def step_count(self):
-        return self.state.steps
-
-    def step(self, h):
-        self.scheme.step(self.state, h)
 
     def frame(self):
         s, sch, lr = self.state, self.scheme, self._lr
@@ -88,21 +73,6 @@ class LivensSystem(BodySystem):
             self._per_body(row, "L_", self.host(L), AXES)
         return row
 
-    _ARRAYS = ("q", "v", "p", "lam", "iterations", "iterations_total")
-
-    def state_arrays(self):
-        s = self.state
-        out = {k: self.host(getattr(s, k)).copy() for k in self._ARRAYS}
-        out["clock"] = np.array([s.t])
-        out["counters"] = np.array([s.steps], dtype=np.int64)
-        return out
-
-    def restore(self, arrays):
-        s, be = self.state, self.backend
-        for k in self._ARRAYS:
-            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
-        s.t, s.steps = float(arrays["clock"][0]), int(arrays["counters"][0])
-
 
 # ---------------------------------------------------------------- rolling ball (004)
 
@@ -117,7 +87,6 @@ class RollingBallSystem(BodySystem):
     def __init__(self, cfg, backend):
         from . import rails as R
         from .rolling_ball import RollingBall
-        from .rolling_ball_integrators import RK4
         from .scene_schema import make_actuation, make_rail
 
         t, xp, n = cfg.table, backend.xp, cfg.count
@@ -132,18 +101,7 @@ class RollingBallSystem(BodySystem):
         xy = cfg.arrays.get("xy", cfg.offsets[:, :2])
         self.state = self.model.state(Omega=xp.asarray(cfg.omega_body), q=xp.asarray(cfg.quaternion),
                                       xy=xp.asarray(xy), track_work=True)  # fmt: skip
-        self.integrator = RK4()
-
-    @property
-    def time(self):
-        return self.state.t
-
-    @property
-    def step_count(self):
-        return self.state.step
-
-    def step(self, h):
-        self.integrator.step(self.model, self.state, h)
+        self.scheme = scheme_class("rolling_ball rk4")(self.model)
 
     def _kinematics(self):
         """Host arrays: R (N,3,3), ω (N,3), ż (N,3), and per point (shell c.o.m. and masses)
@@ -202,12 +160,3 @@ class RollingBallSystem(BodySystem):
             self._per_body(row, "energy", self.host(inv["energy"]))
             self._per_body(row, "work_actuation", y[:, 13])
         return row
-
-    def state_arrays(self):
-        return {"y": self.host(self.state.y).copy(), "clock": np.array([self.state.t]),
-                "counters": np.array([self.state.step], dtype=np.int64)}  # fmt: skip
-
-    def restore(self, arrays):
-        s, be = self.state, self.backend
-        s.y = be.asarray(_same(arrays, "y", s.y, be))
-        s.t, s.step = float(arrays["clock"][0]), int(arrays["counters"][0])

@@ -3,9 +3,12 @@
 Each adapter wraps one scheme of :mod:`granular.bodies` (the model, its state and its
 stepping) and gives :mod:`granular.bodies.scenes` what the output directory needs:
 
-``step(h)``
-    one step of size ``h`` for every body (raises the scheme's error on failure, leaving
-    the state as it was).
+``scheme``, ``state``
+    the :class:`~granular.bodies.core.Scheme` (looked up in the registry
+    :data:`granular.bodies.core.REGISTRY` by ``"<scheme> <variant>"``) and its state.
+``step(h)``, ``advance(h, k)``
+    one step, or ``k`` steps in blocks, of size ``h`` for every body (raises the scheme's
+    error on failure, leaving the state at the last good step).
 ``time``, ``step_count``
     the clock [T] and the number of steps taken.
 ``frame()``
@@ -19,7 +22,8 @@ stepping) and gives :mod:`granular.bodies.scenes` what the output directory need
     momenta, the scheme's invariants (maxima over the bodies for residuals) and, for fewer
     than :data:`SMALL_BATCH` bodies, each body's state and invariants (``b<i>_...``).
 ``state_arrays()``, ``restore(arrays)``
-    the changing arrays (host) for a checkpoint, and back.
+    the changing arrays (host) for a checkpoint, and back (the state's arrays, for every
+    scheme alike).
 
 This module holds the director schemes (paper 000) and unified local velocity
 coordinates (paper 001); :mod:`granular.bodies.scene_more` holds the Livens quaternion
@@ -31,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rotations as rot
+from .core import scheme_class
 
 SMALL_BATCH = 10  # below this many bodies, series.csv carries every body's state
 AXES = "xyz"
@@ -48,13 +53,43 @@ def det_minus_one(R):
 
 
 class BodySystem:
-    """Shared parts of the adapters; subclasses set ``backend``, ``n``, ``cfg``."""
+    """Shared parts of the adapters; subclasses set ``backend``, ``n``, ``cfg``,
+    ``scheme`` and ``state``."""
 
     label = "bodies"
-    implicit = False
 
     def host(self, a):
         return self.backend.to_host(a)
+
+    @property
+    def time(self):
+        return self.state.t
+
+    @property
+    def step_count(self):
+        return self.state.step
+
+    def step(self, h):
+        self.scheme.step(self.state, h)
+
+    def advance(self, h, k):
+        self.scheme.advance(self.state, h, k)
+
+    def state_arrays(self):
+        s = self.state
+        out = {k: self.host(a).copy() for k, a in s.arrays().items()}
+        out.update({f"extra_{k}": self.host(a).copy() for k, a in getattr(s, "extra", {}).items()})
+        out["clock"] = np.array([s.t])
+        out["counters"] = np.array([s.step], dtype=np.int64)
+        return out
+
+    def restore(self, arrays):
+        s, be = self.state, self.backend
+        for k in s.array_names():
+            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
+        if hasattr(s, "extra"):
+            s.extra = {k[6:]: be.asarray(v) for k, v in arrays.items() if k.startswith("extra_")}
+        s.t, s.step = float(arrays["clock"][0]), int(arrays["counters"][0])
 
     def _frame_data(self, points, R, J, mass, velocity, omega, kinetic, radius):
         n = self.n
@@ -103,25 +138,19 @@ class DirectorSystem(BodySystem):
     :class:`~granular.bodies.nontwisting.NonTwistingEM` and the DLA comparators of
     :mod:`granular.bodies.dla`, rotating about a fixed point (pure rotation)."""
 
-    implicit = True
-
     def __init__(self, cfg, backend):
-        from .directors import DirectorEM, directors_from_matrix
-        from .dla import DirectorDLA, NonTwistingDLA
-        from .nontwisting import NonTwistingEM
+        from .directors import directors_from_matrix
 
         t = cfg.table
         self.cfg, self.backend, self.n = cfg, backend, cfg.count
         self.nonholonomic = t.scheme == "nontwisting"
-        classes = {("directors", "em"): DirectorEM, ("directors", "dla"): DirectorDLA,
-                   ("nontwisting", "em"): NonTwistingEM, ("nontwisting", "dla"): NonTwistingDLA}  # fmt: skip
         kwargs = dict(n=self.n, backend=backend, moment=self._moment(cfg, backend.xp), rtol=t.newton_rtol,
                       max_iter=t.newton_max_iter)  # fmt: skip
         if self.nonholonomic:
             kwargs["a"] = t.a
         self.label = f"{t.scheme} {t.variant}"
         xp = backend.xp
-        self.scheme = classes[(t.scheme, t.variant)](xp.asarray(cfg.inertia), **kwargs)
+        self.scheme = scheme_class(f"{t.scheme} {t.variant}")(xp.asarray(cfg.inertia), **kwargs)
         self.state = self.scheme.state(directors_from_matrix(xp.asarray(cfg.R)), xp.asarray(cfg.omega))
 
     @staticmethod
@@ -133,29 +162,16 @@ class DirectorSystem(BodySystem):
         t = cfg.table
         if t.moment is not None:
             m = t.moment
-            f = ramp if m.time == "ramp" else (lambda s: 1.0)
             ms = None if m.spatial is None else xp.asarray(np.tile(m.spatial, (cfg.count, 1)))
             mc = None if m.material is None else xp.asarray(np.tile(m.material, (cfg.count, 1)))
             if ms is None and mc is None:
                 return None
-            return ExternalMoment(spatial=None if ms is None else (lambda s: f(s) * ms),
-                                  material=None if mc is None else (lambda s: f(s) * mc))  # fmt: skip
+            return ExternalMoment(spatial=ms, material=mc, profile=ramp if m.time == "ramp" else None)
         if all(name in ("none", "case1") for name in cfg.load):
             return None
         comps = xp.asarray([[-CASES[int(name[-1])][1][0], -CASES[int(name[-1])][1][1]] if name != "none"
                             else [0.0, 0.0] for name in cfg.load], dtype=xp.float64)  # fmt: skip
-        return ExternalMoment(material=lambda s: ramp(s) * comps)
-
-    @property
-    def time(self):
-        return self.state.t
-
-    @property
-    def step_count(self):
-        return self.state.steps
-
-    def step(self, h):
-        self.scheme.step(self.state, h)
+        return ExternalMoment(material=comps, profile=ramp)
 
     def _R(self):
         return self.host(self.state.d).swapaxes(1, 2)
@@ -202,23 +218,6 @@ class DirectorSystem(BodySystem):
                 self._per_body(row, "Pi", self.host(Pi), "123")
         return row
 
-    _ARRAYS = ("d", "v", "lam", "mu", "v_half", "iterations", "iterations_total")
-
-    def state_arrays(self):
-        s = self.state
-        out = {k: self.host(getattr(s, k)).copy() for k in self._ARRAYS}
-        out.update({f"extra_{k}": self.host(v).copy() for k, v in s.extra.items()})
-        out["clock"] = np.array([s.t])
-        out["counters"] = np.array([s.steps], dtype=np.int64)
-        return out
-
-    def restore(self, arrays):
-        s, be = self.state, self.backend
-        for k in self._ARRAYS:
-            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
-        s.extra = {k[6:]: be.asarray(v) for k, v in arrays.items() if k.startswith("extra_")}
-        s.t, s.steps = float(arrays["clock"][0]), int(arrays["counters"][0])
-
 
 def _same(arrays, key, like, be):
     """``arrays[key]`` checked against the shape and dtype of the live array ``like``."""
@@ -263,24 +262,14 @@ class ULVCSystem(BodySystem):
         v = cfg.arrays.get("velocity")
         U = None if v is None else xp.asarray(np.einsum("nji,nj->ni", cfg.R, v))
         state = self.bodies.state(R=R, x=xp.asarray(x0), U=U, Omega=xp.asarray(cfg.omega_body))
+        cls = scheme_class(f"ulvc {t.variant}")
         if t.variant == "rk4":
-            self.integrator = ulvc.LieGroupRK4(loads, stages=t.stages)
+            self.scheme = cls(self.bodies, loads, stages=t.stages)
             self.state = state
         else:
-            self.integrator = ulvc.NewtonEulerRK4(loads)
+            self.scheme = cls(self.bodies, loads)
             self.state = ulvc.to_newton_euler(self.bodies, state)
         self._ulvc = ulvc
-
-    @property
-    def time(self):
-        return self.state.t
-
-    @property
-    def step_count(self):
-        return self.state.step
-
-    def step(self, h):
-        self.integrator.step(self.bodies, self.state, h)
 
     def _parts(self):
         U, Om = self.state.velocities(self.bodies)
@@ -324,21 +313,6 @@ class ULVCSystem(BodySystem):
             self._per_body(row, "K", self.host(trans + rot_))
             self._per_body(row, "L_", self.host(L), AXES)
         return row
-
-    def _keys(self):
-        return ("R", "x", "w") if self.cfg.table.variant == "rk4" else ("R", "x", "v", "Omega")
-
-    def state_arrays(self):
-        out = {k: self.host(getattr(self.state, k)).copy() for k in self._keys()}
-        out["clock"] = np.array([self.state.t])
-        out["counters"] = np.array([self.state.step], dtype=np.int64)
-        return out
-
-    def restore(self, arrays):
-        s, be = self.state, self.backend
-        for k in self._keys():
-            setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
-        s.t, s.step = float(arrays["clock"][0]), int(arrays["counters"][0])
 
 
 def build_system(cfg, backend):

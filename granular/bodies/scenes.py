@@ -16,6 +16,9 @@ names the scheme and its parameters:
 ``"rolling_ball"`` ``RollingBall`` with ``RK4``                            004
 =================  ======================================================  =========
 
+The class is looked up in the scheme registry (:data:`granular.bodies.core.REGISTRY`)
+under ``"<scheme> <variant>"``.
+
 :func:`run_bodies` builds the batch (:mod:`granular.bodies.scene_systems`), steps it with
 ``run.dt`` and writes the same output directory as a particle run
 (:mod:`granular.simulation`): ``frames.pvd`` + ``frames/*.vtu`` (one vertex per body),
@@ -241,10 +244,14 @@ class BodyRun:
         interrupted, failure = False, None
         try:
             while s.step_count < total_steps:
-                # a step that overflows raises (NonFiniteError, NewtonError) and keeps the
-                # state; NumPy's warnings on the way there are only noise
+                # blocks of steps up to the next output (one kernel launch per block); a
+                # step that overflows raises (NonFiniteBodyError, NewtonError) and keeps the
+                # state of the step before; NumPy's warnings on the way are only noise
+                k = s.step_count
+                nxt = min(total_steps, _next_multiple(k, series_every), _next_multiple(k, frame_every),
+                          _next_multiple(k, ckpt_every) if ckpt_every else total_steps, k + PROGRESS_BLOCK)  # fmt: skip
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                    s.step(dt)
+                    s.advance(dt, nxt - k)
                 k = s.step_count
                 if k % series_every == 0 or k == total_steps:
                     series.append(self._row())
@@ -300,6 +307,15 @@ class BodyRun:
         if failure is not None:
             raise failure
         return info
+
+
+#: most steps between two progress updates (and SIGINT checks) of a body run
+PROGRESS_BLOCK = 256
+
+
+def _next_multiple(k: int, every: int) -> int:
+    """The smallest multiple of ``every`` above ``k``."""
+    return (k // every + 1) * every
 
 
 def _per_body_column(name: str) -> bool:

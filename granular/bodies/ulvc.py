@@ -42,19 +42,24 @@ Choices where the paper is silent or ambiguous (see also ``ulvc_coordinates``):
 * Increments with ``|n_R| = h |Ω̄| ≥ 2π`` (the paper's ``h = 1/10`` with ``|Ω̄| = 100``)
   leave the domain where ``exp`` is invertible; the formulas are still evaluated (as in
   the paper's study) and the result is merely inaccurate. ``T⁻¹`` is singular at
-  exactly ``2π``; a non-finite state raises :class:`~granular.integrators.NonFiniteError`
-  and leaves the state unchanged.
+  exactly ``2π``; a non-finite state raises
+  :class:`~granular.bodies.core.NonFiniteBodyError` naming the body, the step and the
+  quantity, and leaves the state as it was before that step.
+
+The schemes are :class:`~granular.bodies.core.Scheme` objects built on the bodies
+(``LieGroupRK4(bodies, loads)``, ``step(state, h)``); each step is the per-body law of
+:mod:`kernels.bodies_ulvc`, compiled for the CPU and the GPU.
 """
 
 from __future__ import annotations
 
-import math
-import operator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+import numpy as np
 
 from .. import rotations as rot
 from ..backend import resolve_backend
-from ..integrators import NonFiniteError
+from .core import BodyState, Scheme, check_step
 from .ulvc_coordinates import (
     _mv,
     _tmv,
@@ -113,17 +118,6 @@ __all__ = [
 ]
 
 PROJECTIONS = ("hexahedral", "tetrahedral")
-
-
-def check_step(h) -> float:
-    """``h`` as a float; ``ValueError`` unless it is finite and > 0."""
-    try:
-        h = float(h)
-    except (TypeError, ValueError):
-        raise ValueError(f"h: the time step must be a number, got {h!r}") from None
-    if not (math.isfinite(h) and h > 0):
-        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
-    return h
 
 
 class ULVCBodies:
@@ -262,15 +256,13 @@ class ULVCBodies:
 
 
 @dataclass
-class ULVCState:
+class ULVCState(BodyState):
     """Changing arrays of the ulvc scheme: ``R`` (N, 3, 3) [-], ``x`` (N, 3) [L] (so
     ``H = [[R, x], [0, 1]]`` (4)), ``w`` (N, 6) [L/T]; clock ``t`` [T] and ``step``."""
 
     R: object
     x: object
     w: object
-    t: float = 0.0
-    step: int = 0
 
     @property
     def H(self):
@@ -285,12 +277,9 @@ class ULVCState:
         """``(Ū, Ω̄)``, body frame, each (N, 3)."""
         return bodies.velocities(self.w)
 
-    def copy(self):
-        return replace(self, R=self.R.copy(), x=self.x.copy(), w=self.w.copy())
-
 
 @dataclass
-class NewtonEulerState:
+class NewtonEulerState(BodyState):
     """Changing arrays of the reference scheme: ``R`` (N, 3, 3) [-], ``x`` (N, 3) [L],
     ``v`` (N, 3) spatial velocity of the centre of mass [L/T], ``Omega`` (N, 3) body
     angular velocity [1/T]; clock ``t`` [T] and ``step``."""
@@ -299,15 +288,10 @@ class NewtonEulerState:
     x: object
     v: object
     Omega: object
-    t: float = 0.0
-    step: int = 0
 
     def velocities(self, bodies):
         """``(Ū = Rᵀ v, Ω̄)``, body frame, each (N, 3)."""
         return _tmv(self.R, self.v), self.Omega
-
-    def copy(self):
-        return replace(self, R=self.R.copy(), x=self.x.copy(), v=self.v.copy(), Omega=self.Omega.copy())
 
 
 def to_newton_euler(bodies, state):
@@ -412,49 +396,77 @@ class PointLoads:
         return self.points, f, tau
 
 
-# --------------------------------------------------------------------- integrators
+# --------------------------------------------------------------------- schemes
 
 
-def _check_finite(xp, state_step, **arrays):
-    """Raise :class:`NonFiniteError` naming the first body with a NaN or infinity."""
-    for name, a in arrays.items():
-        ok = xp.isfinite(a).reshape(a.shape[0], -1).all(axis=1)
-        if not bool(ok.all()):
-            body = int(xp.argmin(ok.astype(xp.int8)))
-            raise NonFiniteError(
-                f"step {state_step}: non-finite {name} for body {body}; the state is unchanged",
-                step=state_step, particle=body, value=name,
-            )  # fmt: skip
+def _load_arrays(scheme, loads):
+    """Kernel arrays of ``loads`` (:class:`PointLoads` or None): ``flags`` and
+    ``points, fbody, fspat, tbody, tspat`` (dummies where a load is absent)."""
+    xp, dt = scheme.xp, np.float64
+    dummy3, dummy2 = xp.zeros((1, 1, 3), dtype=dt), xp.zeros((1, 3), dtype=dt)
+    if loads is None:
+        return 0, dummy3, dummy3, dummy3, dummy2, dummy2
+    flags = 0
+    arrays = []
+    for bit, name, dummy in ((1, "force_body", dummy3), (2, "force_spatial", dummy3), (4, "torque_body", dummy2),
+                             (8, "torque_spatial", dummy2)):  # fmt: skip
+        a = getattr(loads, name)
+        if a is not None:
+            flags |= bit
+            if a.shape[0] not in (1, scheme.n):
+                raise ValueError(f"loads.{name}: has {a.shape[0]} rows, expected 1 or {scheme.n}")
+            a = xp.ascontiguousarray(xp.asarray(a, dtype=dt))
+        arrays.append(dummy if a is None else a)
+    points = dummy3 if loads.points is None else xp.ascontiguousarray(xp.asarray(loads.points, dtype=dt))
+    if points.shape[0] not in (1, scheme.n):
+        raise ValueError(f"loads.points: has {points.shape[0]} rows, expected 1 or {scheme.n}")
+    return (flags, points, *arrays)
 
 
-def _count(k, name, low):
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise ValueError(f"{name} must be an int >= {low}, got {k!r}") from None
-    if k < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {k!r}")
-    return k
+class _ULVCScheme(Scheme):
+    """Shared parts of :class:`LieGroupRK4` and :class:`NewtonEulerRK4`."""
+
+    def __init__(self, bodies, loads=None):
+        if not isinstance(bodies, ULVCBodies):
+            raise ValueError(f"bodies must be a ULVCBodies, got {type(bodies).__name__}")
+        if loads is not None and not isinstance(loads, PointLoads):
+            raise ValueError("loads must be None or a PointLoads")
+        self.bodies, self.loads, self.n = bodies, loads, bodies.n
+        self._init_backend(bodies.backend)
+        self._flags, *self._load_arrays = _load_arrays(self, loads)
+        self._ones = self.backend.asarray(np.ones((self.max_block, 3)))
+
+    def _scales(self, state, h, k):
+        """(k, 3) load factors at ``t``, ``t + h/2``, ``t + h`` of each step (host-evaluated)."""
+        if self.loads is None or self.loads.scale is None:
+            return self._ones[:k]
+        times = self._times(state, h, k, (0.0, 0.5, 1.0))
+        return self.backend.asarray(np.array([[float(self.loads.scale(t)) for t in row] for row in times]))
+
+    def _point_potential(self, state):
+        """``-s(t) Σ_k f_k·(x + R y_k)`` of the spatial point forces (dead loads) [M L²/T²]."""
+        xp = self.xp
+        if self.loads is None or self.loads.force_spatial is None:
+            return xp.zeros(self.n)
+        s = 1.0 if self.loads.scale is None else float(self.loads.scale(state.t))
+        pos = state.x[:, None, :] + (state.R[:, None] @ self.loads.points[..., None])[..., 0]
+        return -s * (self.loads.force_spatial * pos).sum(axis=(-2, -1))
+
+    def invariants(self, state):
+        """``kinetic_energy`` (N,), ``energy`` = kinetic + potential of the dead point
+        forces (conserved for constant dead loads) (N,) [M L²/T²], ``linear_momentum``,
+        ``angular_momentum`` (N, 3) spatial, ``det_R_minus_1`` (N,)."""
+        K = kinetic_energy(self.bodies, state)
+        return {"kinetic_energy": K, "energy": K + self._point_potential(state),
+                "linear_momentum": linear_momentum(self.bodies, state),
+                "angular_momentum": angular_momentum(self.bodies, state),
+                "det_R_minus_1": self.xp.linalg.det(state.R) - 1.0}  # fmt: skip
+
+    def body_angular_velocity(self, state):
+        return state.velocities(self.bodies)[1]
 
 
-class _RK4Base:
-    def __init__(self, loads=None):
-        if loads is not None and not hasattr(loads, "body_forces"):
-            raise ValueError("loads must be None or have a body_forces(t, R, x) method (see PointLoads)")
-        self.loads = loads
-
-    def run(self, bodies, state, h, steps, callback=None, every=1):
-        """Take ``steps`` steps of size ``h``; call ``callback(state)`` after every ``every``-th."""
-        h = check_step(h)
-        steps, every = _count(steps, "steps", 0), _count(every, "every", 1)
-        for k in range(1, steps + 1):
-            self.step(bodies, state, h)
-            if callback is not None and k % every == 0:
-                callback(state)
-        return state
-
-
-class LieGroupRK4(_RK4Base):
+class LieGroupRK4(_ULVCScheme):
     """The RK4 Lie-group scheme (79)-(87) on SE(3) in unified local velocity coordinates.
 
     With ``f(H, w̄, t) = M̄⁻¹ (Q̄ - Γ̄ w̄)`` (79) and ``T̄⁻¹(n) = T⁻¹_SE3(n) D̄⁻¹`` (72)::
@@ -466,67 +478,45 @@ class LieGroupRK4(_RK4Base):
         w̄_{i+1} = w̄_i + (k1 + 2k2 + 2k3 + k4)/6                                          (86)
         H_{i+1} = H_i exp_SE3((K1 + 2K2 + 2K3 + K4)/6)                                     (87)
 
-    ``loads``: ``None`` or a :class:`PointLoads`-like object; its body-frame point forces
-    enter through (53). ``stages``: ``"munthe-kaas"`` (default) evaluates the loads at
-    the stage configurations shown; ``"paper"`` evaluates them at ``H_i`` in every stage
-    as (82)-(85) are printed, which is first-order accurate once the loads depend on the
-    configuration (kept to show that). Without loads the two are identical and the
-    stage configurations are not computed.
+    ``bodies``: the :class:`ULVCBodies`; ``loads``: ``None`` or a :class:`PointLoads`
+    (body-frame point forces enter through (53)). ``stages``: ``"munthe-kaas"``
+    (default) evaluates dead loads at the stage configurations shown; ``"paper"``
+    evaluates them at ``H_i`` in every stage as (82)-(85) are printed, which is
+    first-order accurate once the loads depend on the configuration (kept to show that).
+    Without loads the two are identical. The per-body law is
+    :func:`kernels.bodies_ulvc.build` (``ulvc_rk4_body``).
+
+    Example::
+
+        bodies = ULVCBodies(1.0, (5.2988, 1.1775, 4.3568), n=1000)
+        rk4 = LieGroupRK4(bodies)
+        s = rk4.state(Omega=[0.01, 0.0, 100.0])
+        rk4.advance(s, 1e-4, 1000)
     """
 
+    name = "ulvc rk4"
+    state_type = ULVCState
+    quantities = ("w", "R", "x")
     STAGES = ("munthe-kaas", "paper")
 
-    def __init__(self, loads=None, stages="munthe-kaas"):
-        super().__init__(loads)
+    def __init__(self, bodies, loads=None, stages="munthe-kaas"):
         if stages not in self.STAGES:
             raise ValueError(f"stages must be one of {self.STAGES}, got {stages!r}")
+        super().__init__(bodies, loads)
         self.stages = stages
 
-    def _accel(self, bodies, t, R, x, w):
-        Q = None
-        if self.loads is not None:
-            points, f, tau = self.loads.body_forces(t, R, x)
-            if f is not None:
-                Q = generalized_force(points, f, bodies.D_inv, tau)
-            elif tau is not None:
-                xp = bodies.xp
-                Q = _tmv(bodies.D_inv, xp.concatenate([xp.zeros_like(tau), tau], axis=-1))
-        return bodies.acceleration(w, Q)
+    def state(self, R=None, x=None, U=None, Omega=None):
+        """A :class:`ULVCState` (see :meth:`ULVCBodies.state`)."""
+        return self.bodies.state(R=R, x=x, U=U, Omega=Omega)
 
-    def _stage(self, R, x, n):
-        if self.loads is None or self.stages == "paper":
-            return R, x
-        dR, dx = rot.se3_exp_parts(n)
-        return R @ dR, x + _mv(R, dx)
-
-    def step(self, bodies, state, h):
-        """Advance ``state`` (a :class:`ULVCState`) by one step ``h`` [T], in place."""
-        h = check_step(h)
-        Dinv = bodies.D_inv
-        R, x, w, t = state.R, state.x, state.w, state.t
-        dexpinv = rot.se3_tangent_inv_apply
-        k1 = h * self._accel(bodies, t, R, x, w)
-        K1 = h * _mv(Dinv, w)
-        w2 = w + 0.5 * k1
-        K2 = h * dexpinv(0.5 * K1, _mv(Dinv, w2))
-        k2 = h * self._accel(bodies, t + 0.5 * h, *self._stage(R, x, 0.5 * K1), w2)
-        w3 = w + 0.5 * k2
-        K3 = h * dexpinv(0.5 * K2, _mv(Dinv, w3))
-        k3 = h * self._accel(bodies, t + 0.5 * h, *self._stage(R, x, 0.5 * K2), w3)
-        w4 = w + k3
-        K4 = h * dexpinv(K3, _mv(Dinv, w4))
-        k4 = h * self._accel(bodies, t + h, *self._stage(R, x, K3), w4)
-        w_new = w + (k1 + 2.0 * k2 + 2.0 * k3 + k4) / 6.0
-        dR, dx = rot.se3_exp_parts((K1 + 2.0 * K2 + 2.0 * K3 + K4) / 6.0)
-        x_new, R_new = x + _mv(R, dx), R @ dR
-        _check_finite(bodies.xp, state.step + 1, w=w_new, R=R_new, x=x_new)
-        state.x, state.R, state.w = x_new, R_new, w_new
-        state.t = t + h
-        state.step += 1
-        return state
+    def _launch(self, state, out, h, k, status, value):
+        b = self.bodies
+        self.kernels.ulvc_rk4(k, h, int(self.stages == "paper"), self._flags, self._scales(state, h, k), b.D,
+                              b.D_inv, b.mass, b.J, b.J_inv, *self._load_arrays, state.R, state.x, state.w, out.R,
+                              out.x, out.w, status, value)  # fmt: skip
 
 
-class NewtonEulerRK4(_RK4Base):
+class NewtonEulerRK4(_ULVCScheme):
     """Reference in standard coordinates: RK4 on the Newton-Euler equations with a
     Lie-group update of the rotation (the paper's comparison, Terze et al.'s "f1").
 
@@ -535,46 +525,19 @@ class NewtonEulerRK4(_RK4Base):
         θ̇ = T⁻¹_SO3(θ) Ω̄,   ẋ = v,   m v̇ = R F̄,   J̄ Ω̇̄ = τ̄ - Ω̄ × J̄ Ω̄   (66)-(67)
 
     with ``F̄ = Σ f̄_k`` and ``τ̄ = Σ ȳ_k × f̄_k + τ̄_pure`` from the loads; classical RK4
-    on it, then ``R_{i+1} = R_i exp(θ_{i+1})``.
+    on it, then ``R_{i+1} = R_i exp(θ_{i+1})``. State: :class:`NewtonEulerState`.
     """
 
-    def _rates(self, bodies, t, R, x, v, Om):
-        xp = bodies.xp
-        torque = -rot._cross(Om, _mv(bodies.J, Om))
-        acc = xp.zeros_like(v)
-        if self.loads is not None:
-            points, f, tau = self.loads.body_forces(t, R, x)
-            if f is not None:
-                acc = _mv(R, f.sum(axis=-2)) / bodies.mass[:, None]
-                torque = torque + rot._cross(xp.broadcast_to(points, f.shape), f).sum(axis=-2)
-            if tau is not None:
-                torque = torque + tau
-        return acc, _mv(bodies.J_inv, torque)
+    name = "ulvc reference"
+    state_type = NewtonEulerState
+    quantities = ("Omega", "v", "R", "x")
 
-    def step(self, bodies, state, h):
-        """Advance ``state`` (a :class:`NewtonEulerState`) by one step ``h`` [T], in place."""
-        h = check_step(h)
-        R, x, v, Om, t = state.R, state.x, state.v, state.Omega, state.t
+    def state(self, R=None, x=None, U=None, Omega=None):
+        """A :class:`NewtonEulerState` from the arguments of :meth:`ULVCBodies.state`."""
+        return to_newton_euler(self.bodies, self.bodies.state(R=R, x=x, U=U, Omega=Omega))
 
-        def kin(theta, Om_s):
-            return _mv(rot.so3_tangent_inv(theta), Om_s)
-
-        def rot_at(theta):
-            return R if self.loads is None else R @ rot.so3_exp(theta)
-
-        a1, b1 = self._rates(bodies, t, R, x, v, Om)
-        th1, x1, v1, o1 = h * Om, h * v, h * a1, h * b1
-        a2, b2 = self._rates(bodies, t + 0.5 * h, rot_at(0.5 * th1), x + 0.5 * x1, v + 0.5 * v1, Om + 0.5 * o1)
-        th2, x2, v2, o2 = h * kin(0.5 * th1, Om + 0.5 * o1), h * (v + 0.5 * v1), h * a2, h * b2
-        a3, b3 = self._rates(bodies, t + 0.5 * h, rot_at(0.5 * th2), x + 0.5 * x2, v + 0.5 * v2, Om + 0.5 * o2)
-        th3, x3, v3, o3 = h * kin(0.5 * th2, Om + 0.5 * o2), h * (v + 0.5 * v2), h * a3, h * b3
-        a4, b4 = self._rates(bodies, t + h, rot_at(th3), x + x3, v + v3, Om + o3)
-        th4, x4, v4, o4 = h * kin(th3, Om + o3), h * (v + v3), h * a4, h * b4
-        comb = lambda p, q, r, s: (p + 2.0 * q + 2.0 * r + s) / 6.0  # noqa: E731
-        Om_new, v_new = Om + comb(o1, o2, o3, o4), v + comb(v1, v2, v3, v4)
-        x_new, R_new = x + comb(x1, x2, x3, x4), R @ rot.so3_exp(comb(th1, th2, th3, th4))
-        _check_finite(bodies.xp, state.step + 1, Omega=Om_new, v=v_new, R=R_new, x=x_new)
-        state.x, state.v, state.Omega, state.R = x_new, v_new, Om_new, R_new
-        state.t = t + h
-        state.step += 1
-        return state
+    def _launch(self, state, out, h, k, status, value):
+        b = self.bodies
+        self.kernels.newton_euler_rk4(k, h, self._flags, self._scales(state, h, k), b.mass, b.J, b.J_inv,
+                                      *self._load_arrays, state.R, state.x, state.v, state.Omega, out.R, out.x, out.v,
+                                      out.Omega, status, value)  # fmt: skip

@@ -69,7 +69,7 @@ def build(cases=(1, 2, 3), scheme="em", backend="cpu", rtol=RTOL, max_iter=25):
     xp = be.xp
     n = len(cases)
     comps = xp.asarray([[-CASES[c][1][0], -CASES[c][1][1]] for c in cases], dtype=xp.float64)
-    moment = ExternalMoment(material=lambda t: ramp(t) * comps)
+    moment = ExternalMoment(material=comps, profile=ramp)
     sch = SCHEMES[scheme](INERTIA, n=n, backend=be, moment=moment, rtol=rtol, max_iter=max_iter)
     state = sch.state(xp.eye(3), xp.asarray([CASES[c][0] for c in cases], dtype=xp.float64))
     return sch, state
@@ -214,7 +214,7 @@ def standard_body(hs, t_end, omega0=(6.0, -18.0, 3.0), backend="cpu"):
         d = be.to_host(s.d)[0]
         w = be.to_host(dirs.angular_velocity(s.d, s.v))[0]
         errs.append(float(np.linalg.norm(d - d_ref) + np.linalg.norm(w - w_ref) / np.linalg.norm(w_ref)))
-        iters.append(float(be.to_host(s.iterations_total)[0]) / s.steps)
+        iters.append(float(be.to_host(s.iterations_total)[0]) / s.step)
         drift = (kmax, pmax)
     return {"h": list(hs), "error": errs, "order": diag.convergence_order(hs, errs), "K_drift": drift[0],
             "pi_drift": drift[1], "iterations_per_step": iters}  # fmt: skip

@@ -36,10 +36,10 @@ import numpy as np
 from .. import diagnostics as diag
 from .. import rotations as rot
 from ..bodies import rails as R
-from ..bodies.rolling_ball import RollingBall
+from ..bodies.rolling_ball import HarmonicForce, RollingBall
 from ..bodies.rolling_ball_integrators import RK4, DormandPrince
 from ..bodies.rolling_ball_reference import newton_euler_reference
-from ..bodies.rolling_disk import RollingDisk
+from ..bodies.rolling_disk import RollingDisk, RollingDiskRK4
 from .report import Check, Report
 
 RADIUS, SHELL_MASS, GRAVITY = 1.0, 1.0, 1.0
@@ -105,42 +105,25 @@ def scene_planar(backend="cpu"):
 
 
 def fourier_rail(rng, terms=3, scale=0.25):
-    """A random closed user curve ``ζ(θ) = c + Σ_k (A_k cos kθ + B_k sin kθ)`` as a
-    :class:`~granular.bodies.rails.CurveRail` (inside the unit ball for ``scale <= 0.25``)."""
+    """A random closed curve ``ζ(θ) = c + Σ_k (A_k cos kθ + B_k sin kθ)`` as a
+    :class:`~granular.bodies.rails.FourierRail` (inside the unit ball for ``scale <= 0.25``)."""
     c = rng.uniform(-0.1, 0.1, 3)
     A = rng.normal(size=(terms, 3)) * scale / np.arange(1, terms + 1)[:, None] / 2
     B = rng.normal(size=(terms, 3)) * scale / np.arange(1, terms + 1)[:, None] / 2
-    k = np.arange(1, terms + 1, dtype=float)
-
-    def make(order):
-        def f(theta):
-            xp = rot.array_module(theta)
-            kt = theta[:, None] * xp.asarray(k)[None, :]
-            cs, sn = xp.cos(kt), xp.sin(kt)
-            kk = xp.asarray(k)[None, :]
-            if order == 0:
-                return xp.asarray(c) + cs @ xp.asarray(A) + sn @ xp.asarray(B)
-            if order == 1:
-                return (-sn * kk) @ xp.asarray(A) + (cs * kk) @ xp.asarray(B)
-            return (-cs * kk**2) @ xp.asarray(A) + (-sn * kk**2) @ xp.asarray(B)
-
-        return f
-
-    return R.CurveRail(make(0), make(1), make(2))
+    return R.FourierRail(c, A, B)
 
 
 def random_actuation(rng):
     """``θ(t) = θ0 + w t + A sin(ν t + φ)`` with random coefficients, as a
-    :class:`~granular.bodies.rails.UserActuation`."""
+    :class:`~granular.bodies.rails.Harmonic`."""
     th0, w, A, nu, ph = rng.uniform(-1, 1), rng.uniform(0.3, 1.5), rng.uniform(0.2, 1.0), rng.uniform(0.5, 2), 1.0
-    return R.UserActuation(lambda t: th0 + w * t + A * np.sin(nu * t + ph), lambda t: w + A * nu * np.cos(nu * t + ph),
-                           lambda t: -A * nu * nu * np.sin(nu * t + ph))  # fmt: skip
+    return R.Harmonic(th0, w, A, nu, ph)
 
 
-def external_force_wave(t):
-    """A time-dependent horizontal force at the centre: ``(0.05 cos 0.7t, 0.03 sin 1.1t, 0)``;
-    ``t`` a float or a (N,) array → (3,) or (N, 3)."""
-    return np.stack([0.05 * np.cos(0.7 * t), 0.03 * np.sin(1.1 * t), 0.0 * t], axis=-1)
+#: A time-dependent horizontal force at the centre: ``(0.05 cos 0.7t, 0.03 sin 1.1t, 0)``
+#: (``sin x = cos(x - π/2)``); called with ``t`` a float or a (N,) array → (1, 3) or (N, 3).
+external_force_wave = HarmonicForce(amplitude=(0.05, 0.03, 0.0), frequency=(0.7, 1.1, 0.0),
+                                    phase=(0.0, -math.pi / 2, 0.0))  # fmt: skip
 
 
 def scene_random(seed=4, backend="cpu"):
@@ -177,7 +160,7 @@ def integrate(ball, state, h, t_end, every=1):
         rows["E"].append(float(ball.energy(st.t, st.y)[0]))
 
     rec(s)
-    RK4().run(ball, s, h, steps, callback=rec, every=every)
+    RK4(ball).run(s, h, steps, callback=rec, every=every)
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
@@ -216,16 +199,16 @@ def _rest_study(backend, t_end, hs):
         errs.append(float(np.abs(tr["E"] - E0).max() / abs(E0)))
         runs[h] = tr
     fine = runs[0.01]  # the slip and Γ checks are quoted at h = 0.01
-    dp = DormandPrince(rtol=1e-10, atol=1e-12)
+    dp = DormandPrince(ball, rtol=1e-10, atol=1e-12)
     samples = []
-    s = st.copy()
-    dp.run(ball, s, t_end, callback=lambda x: samples.append(float(ball.energy(x.t, x.y)[0])),
-           times=np.linspace(t_end / 50, t_end, 50))  # fmt: skip
+    s = dp.adaptive(st)
+    dp.integrate(s, np.linspace(t_end / 50, t_end, 50),
+                 callback=lambda x: samples.append(float(ball.energy(x.t, x.y)[0])))  # fmt: skip
     inv = ball.invariants(s)
     return {"hs": list(hs), "errors": errs, "order": _fit(hs, errs), "slopes": _local_slopes(hs, errs), "E0": E0,
             "fine": fine,
             "slip": slip_residual(fine, RADIUS), "dp_error": float(np.abs(np.asarray(samples) - E0).max() / abs(E0)),
-            "dp_steps": int(dp.stats["accepted"][0]), "dp_rejected": int(dp.stats["rejected"][0]),
+            "dp_steps": int(s.accepted[0]), "dp_rejected": int(s.rejected[0]),
             "height": float(np.abs(fine["y"][:, 12] - RADIUS).max()),
             "gamma_vs_q": float(np.max(np.linalg.norm(fine["y"][:, 3:6] - rot.quat_rotate(
                 rot.quat_conjugate(fine["y"][:, 6:10]), np.array([0.0, 0.0, 1.0])), axis=1))),
@@ -269,8 +252,8 @@ def _planar_study(backend, t_end, h):
         rhs_diff.append(abs(float(ball.omega_dot(s.t, s.y)[0, 1]) - float(disk.psi_ddot(s.t, disk_y(s))[0])))
 
     sb, sd = st.copy(), ds.copy()
-    RK4().run(ball, sb, h, steps, callback=rec_b, every=10)
-    RK4().run(disk, sd, h, steps, callback=lambda s: rows_d.append(be.to_host(s.y[0]).copy()), every=10)
+    RK4(ball).run(sb, h, steps, callback=rec_b, every=10)
+    RollingDiskRK4(disk).run(sd, h, steps, callback=lambda s: rows_d.append(be.to_host(s.y[0]).copy()), every=10)
     yb, yd = np.asarray(rows_b), np.asarray(rows_d)
     psi_b = 2 * np.arctan2(yb[:, 8], yb[:, 6])
     dpsi = np.abs(np.angle(np.exp(1j * (psi_b - yd[:, 0]))))
@@ -286,10 +269,10 @@ def _cross_check(backend, t_end, h):
     ref = newton_euler_reference(ball, st.y[0], tr["t"])
     y = tr["y"]
     qn = y[:, 6:10] / np.linalg.norm(y[:, 6:10], axis=1, keepdims=True)
-    dp = DormandPrince(rtol=1e-12, atol=1e-13)
-    s = st.copy()
+    dp = DormandPrince(ball, rtol=1e-12, atol=1e-13)
+    s = dp.adaptive(st)
     dp_rows = []
-    dp.run(ball, s, t_end, callback=lambda x: dp_rows.append(ball.backend.to_host(x.y[0]).copy()), times=tr["t"][1:])
+    dp.integrate(s, tr["t"][1:], callback=lambda x: dp_rows.append(ball.backend.to_host(x.y[0]).copy()))
     ydp = np.asarray(dp_rows)
     return {"Omega": float(np.abs(y[:, 0:3] - ref["Omega"]).max()),
             "position": float(np.abs(y[:, 10:13] - ref["position"]).max()),
@@ -323,17 +306,21 @@ def batch_vs_alone(backend="cpu", n=6, seed=11, h=0.01, steps=100, t_dp=1.0):
     for name in ("rk4", "dp"):
         ball, st = build(np.arange(n), n)
         if name == "rk4":
-            RK4().run(ball, st, h, steps)
+            RK4(ball).run(st, h, steps)
         else:
-            DormandPrince(rtol=1e-9, atol=1e-11).run(ball, st, t_dp)
+            dp = DormandPrince(ball, rtol=1e-9, atol=1e-11)
+            st = dp.adaptive(st)
+            dp.step(st, t_dp)
         yb = ball.backend.to_host(st.y)
         worst = 0.0
         for k in range(n):
             b1, s1 = build(np.array([k]), 1)
             if name == "rk4":
-                RK4().run(b1, s1, h, steps)
+                RK4(b1).run(s1, h, steps)
             else:
-                DormandPrince(rtol=1e-9, atol=1e-11).run(b1, s1, t_dp)
+                dp = DormandPrince(b1, rtol=1e-9, atol=1e-11)
+                s1 = dp.adaptive(s1)
+                dp.step(s1, t_dp)
             worst = max(worst, float(np.abs(b1.backend.to_host(s1.y)[0] - yb[k]).max()))
         out[name] = worst
     return out
@@ -350,7 +337,7 @@ def write_scene_frames(name, out_dir, t_end=None, h=0.01, every=20, backend="cpu
     t_end = t_scene if t_end is None else float(t_end)
     frames = RollingBallFrames(out_dir, ball)
     frames.write(st)
-    RK4().run(ball, st, h, int(round(t_end / h)), callback=frames.write, every=every)
+    RK4(ball).run(st, h, int(round(t_end / h)), callback=frames.write, every=every)
     return frames.paths
 
 

@@ -86,7 +86,7 @@ def integrate(bodies, scheme, h, t_end=T_END, record_every=1):
         raise ValueError(f"h: t_end = {t_end} is not a whole number of steps of {h}")
     be = bodies.backend
     state = initial_state(bodies, scheme)
-    integ = INTEGRATORS[scheme]()
+    integ = INTEGRATORS[scheme](bodies)
     rows = {"t": [], "Omega": [], "R": [], "x": [], "E": [], "L": []}
 
     def record(s):
@@ -103,7 +103,7 @@ def integrate(bodies, scheme, h, t_end=T_END, record_every=1):
         # RK4 overflows for h = 1/10, 1/40 (see the module docstring); the integrator
         # raises NonFiniteError for that, so NumPy's overflow warnings are only noise.
         with np.errstate(over="ignore", invalid="ignore"):
-            integ.run(bodies, state, h, steps, callback=record, every=record_every)
+            integ.run(state, h, steps, callback=record, every=record_every)
     except NonFiniteError:
         finite = False
     out = {k: np.asarray(v) for k, v in rows.items()}

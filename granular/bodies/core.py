@@ -1,0 +1,381 @@
+"""The interface every body scheme shares: state, step, invariants, errors, registry.
+
+Every single-body formulation of papers 000, 001, 002 and 004 is a :class:`Scheme`:
+
+* it is built once from its fixed parameters (inertia, loads, rails, tolerances) on a
+  backend, and makes states with ``scheme.state(...)``;
+* ``scheme.step(state, h)`` advances every body of ``state`` from ``state.t`` to
+  ``state.t + h`` in place; ``scheme.advance(state, h, steps)`` takes ``steps`` such
+  steps, several per kernel launch; ``scheme.run(state, h, steps, callback, every)``
+  calls ``callback(state)`` after every ``every``-th step;
+* ``scheme.invariants(state)`` returns named per-body arrays (leading axis N) of what the
+  paper conserves or checks (energies, momenta, constraint residuals); the key
+  ``scheme.energy_key`` names the energy the scheme conserves;
+* a failure raises a :class:`BodyError` naming the body, the step, the quantity and its
+  value; the state is then left as it was before the failing step, for every body.
+
+A state (:class:`BodyState`) carries ``t`` [T] and ``step`` (steps taken) beside its
+arrays, one row per body; implicit schemes add ``iterations`` (Newton iterations of the
+last step) and ``iterations_total``.
+
+Each scheme's step is a per-body law in ``kernels/`` (``kernels.bodies_*``), compiled
+for the CPU (``prange`` over bodies) and for the GPU (one thread per body). A launch
+advances every body by a block of steps; the kernel writes the new state to a second set
+of arrays and a status row per body (failure kind, step within the block, quantity,
+Newton iterations) that the host reads once per block. On success the state takes the new
+arrays (arrays a caller kept from before are not overwritten); on a failure the block is
+run again up to the step before the first failure, which gives the same values bit for
+bit (each body's arithmetic does not depend on the others).
+
+:data:`REGISTRY` maps a scheme name (``"ulvc rk4"``, ``"livens eml"``, ...) to its class;
+scenes, ensembles and studies look schemes up there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import math
+import operator
+
+import numpy as np
+
+from ..backend import resolve_backend
+from ..integrators import IntegrationError, NonFiniteError
+
+__all__ = [
+    "BodyError",
+    "NewtonError",
+    "NonFiniteBodyError",
+    "StepSizeError",
+    "BodyState",
+    "Scheme",
+    "REGISTRY",
+    "register",
+    "scheme_class",
+    "check_step",
+    "count",
+    "body_kernels",
+]
+
+# failure kinds written by the kernels in column 0 of the status array
+# (kept equal to kernels.bodies_status)
+OK, NOT_CONVERGED, SINGULAR, NOT_FINITE, STEP_UNDERFLOW, TOO_MANY_STEPS = 0, 1, 2, 3, 4, 5
+_KIND_TEXT = {
+    NOT_CONVERGED: "Newton solve not converged",
+    SINGULAR: "singular Jacobian",
+    NOT_FINITE: "non-finite value",
+    STEP_UNDERFLOW: "step size underflow",
+    TOO_MANY_STEPS: "too many step attempts",
+}
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+class BodyError(IntegrationError):
+    """A body scheme could not take a step; the state is left before that step.
+
+    Attributes: ``body`` (index in the batch), ``step`` (number of the failing step,
+    counted from the state's first step), ``quantity`` (name of what failed, e.g.
+    ``"newton residual"`` or ``"w"``), ``value`` (its value: a residual norm, a step
+    size, NaN for a non-finite state), ``scheme`` (registry name).
+    """
+
+    def __init__(self, message, *, body, step, quantity, value, scheme=""):
+        super().__init__(message, step=step, particle=body, value=value)
+        self.body, self.quantity, self.scheme = body, quantity, scheme
+
+
+class NewtonError(BodyError):
+    """The Newton iteration of an implicit scheme failed for a body (not converged,
+    singular or non-finite Jacobian). Extra attributes: ``reason``, ``residual``
+    (``‖r‖∞`` at the last iterate), ``iterations``, ``max_iter``, ``failed`` (bodies of
+    the batch that failed)."""
+
+    def __init__(self, message, *, body, step, reason, residual, iterations, max_iter, failed=1, update=math.nan,
+                 scheme=""):  # fmt: skip
+        super().__init__(message, body=body, step=step, quantity="newton residual", value=residual, scheme=scheme)
+        self.reason, self.residual, self.iterations = reason, float(residual), int(iterations)
+        self.max_iter, self.failed, self.update = int(max_iter), int(failed), float(update)
+
+
+class NonFiniteBodyError(BodyError, NonFiniteError):
+    """A NaN or infinity appeared in a body's state."""
+
+
+class StepSizeError(BodyError):
+    """An adaptive scheme's step size underflowed, or it ran out of step attempts."""
+
+
+# ---------------------------------------------------------------------------- state
+
+
+@dataclasses.dataclass(kw_only=True)
+class BodyState:
+    """Base of every scheme's state: the clock ``t`` [T] and ``step`` (steps taken).
+
+    Subclasses add their arrays as dataclass fields, one row per body; every field that
+    is an array is part of the state (copied, checkpointed, advanced by the kernels).
+    """
+
+    t: float = 0.0
+    step: int = 0
+
+    def array_names(self) -> tuple:
+        """Names of the array fields, in declaration order (fields holding arrays)."""
+        return tuple(k for k in _field_names(type(self)) if hasattr(getattr(self, k), "shape"))
+
+    def arrays(self) -> dict:
+        return {k: getattr(self, k) for k in self.array_names()}
+
+    @property
+    def n(self) -> int:
+        """Number of bodies."""
+        return int(getattr(self, self.array_names()[0]).shape[0])
+
+    def copy(self):
+        return dataclasses.replace(self, **{k: a.copy() for k, a in self.arrays().items()})
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("t", "step"))
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def check_step(h) -> float:
+    """``h`` as a float; ``ValueError`` unless it is a finite number > 0."""
+    if isinstance(h, bool):
+        raise ValueError(f"h: the time step must be a number, got {h!r}")
+    try:
+        hf = float(h)
+    except (TypeError, ValueError):
+        raise ValueError(f"h: the time step must be a number, got {h!r}") from None
+    if not (math.isfinite(hf) and hf > 0.0):
+        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
+    return hf
+
+
+def count(k, name, low) -> int:
+    """``k`` as an int >= ``low``; ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(k, bool):
+        raise ValueError(f"{name} must be an int >= {low}, got {k!r}")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise ValueError(f"{name} must be an int >= {low}, got {k!r}") from None
+    if k < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {k!r}")
+    return k
+
+
+_KERNEL_MODULES = {"cpu": "kernels.bodies_cpu", "gpu": "kernels.bodies_cuda"}
+
+
+def body_kernels(backend):
+    """The per-body kernel module of ``backend`` (:mod:`kernels.bodies_cpu` or
+    :mod:`kernels.bodies_cuda`); imported on first use (nothing compiles at import)."""
+    return importlib.import_module(_KERNEL_MODULES[backend.name])
+
+
+# ---------------------------------------------------------------------------- scheme
+
+
+class Scheme:
+    """Base class of the body schemes (see the module docstring).
+
+    Subclasses set ``name`` (registry name), ``state_type``, ``quantities`` (names of the
+    kernel's failure quantities, indexed by column 2 of the status array), ``n`` and
+    ``backend``, and implement :meth:`_launch`, :meth:`invariants`,
+    :meth:`body_angular_velocity` and ``state(...)``.
+    """
+
+    name = ""
+    state_type = BodyState
+    quantities = ("state",)
+    energy_key = "energy"
+    implicit = False
+    #: most steps per launch (a GPU launch costs ~0.1 ms of host time, so blocks of
+    #: many steps are needed at small batches; on the CPU a block only saves Python)
+    max_block = 256
+
+    def _init_backend(self, backend):
+        self.backend = resolve_backend(backend)
+        self.xp = self.backend.xp
+        self.kernels = body_kernels(self.backend)
+        self._status = None
+
+    # ---------------------------------------------------------------- stepping
+    def step(self, state, h):
+        """Advance every body by one step of size ``h`` [T], in place; returns ``state``."""
+        return self.advance(state, h, 1)
+
+    def advance(self, state, h, steps):
+        """``steps`` steps of size ``h`` [T], in blocks of at most :meth:`block_steps`
+        steps per launch; returns ``state``. On a failure the state is left at the step
+        before it (for every body) and a :class:`BodyError` is raised."""
+        h = check_step(h)
+        steps = count(steps, "steps", 0)
+        self._check_state(state)
+        done = 0
+        while done < steps:
+            k = min(steps - done, self.block_steps())
+            self._block(state, h, k)
+            done += k
+        return state
+
+    def run(self, state, h, steps, callback=None, every=1):
+        """``steps`` steps of size ``h``; ``callback(state)`` after every ``every``-th step."""
+        h = check_step(h)
+        steps, every = count(steps, "steps", 0), count(every, "every", 1)
+        done = 0
+        while done < steps:
+            k = min(every, steps - done) if callback is not None else steps - done
+            self.advance(state, h, k)
+            done += k
+            if callback is not None and k == every:
+                callback(state)
+        return state
+
+    def block_steps(self) -> int:
+        """Most steps one launch may take (1 when loads are Python callables evaluated
+        on the host at every step)."""
+        return self.max_block
+
+    # ---------------------------------------------------------------- internals
+    def _check_state(self, state):
+        if not isinstance(state, self.state_type):
+            raise ValueError(f"state: expected a {self.state_type.__name__}, got {type(state).__name__}")
+        if state.n != self.n:
+            raise ValueError(f"state: has {state.n} bodies, the scheme has {self.n}")
+
+    def _buffers(self, state):
+        """Fresh output arrays shaped like the state's (the kernel writes every entry) and
+        the status arrays (reused)."""
+        out = dataclasses.replace(state, **{k: self.xp.empty_like(a) for k, a in state.arrays().items()})
+        if self._status is None or self._status[0].shape[0] != state.n:
+            self._status = (self.xp.zeros((state.n, 4), dtype=np.int32), self.xp.zeros(state.n, dtype=np.float64))
+        return out, self._status
+
+    def _block(self, state, h, k):
+        out, (status, value) = self._buffers(state)
+        with self.kernels.threads_for(state.n):
+            self._launch(state, out, h, k, status, value)
+        if int(status[:, 0].max()) == 0:  # the one read-back of the block
+            self._commit(state, out, h, k)
+            return
+        st = self.backend.to_host(status).copy()  # a copy: the re-run below reuses the arrays
+        val = self.backend.to_host(value).copy()
+        failed = np.nonzero(st[:, 0])[0]
+        first = int(st[failed, 1].min())
+        body = int(failed[st[failed, 1] == first][0])
+        if first > 1:  # every body up to the step before the failure (same values, bit for bit)
+            with self.kernels.threads_for(state.n):
+                self._launch(state, out, h, first - 1, status, value)
+            self._commit(state, out, h, first - 1)
+        raise self._error(body, state.step + 1, st[body], float(val[body]),
+                          int(np.count_nonzero(st[failed, 1] == first)), state)
+
+    def _commit(self, state, out, h, k):
+        # the state takes the new arrays (as a step always replaced them): views of the
+        # old ones that a caller keeps stay valid
+        for name in state.array_names():
+            setattr(state, name, getattr(out, name))
+        t = state.t
+        for _ in range(k):
+            t = t + h
+        state.t = t
+        state.step += k
+
+    def _times(self, state, h, k, offsets):
+        """Host (k, len(offsets)) float64: ``t_j + c h`` for the ``k`` steps of a block,
+        ``t_j`` accumulated as the kernels do."""
+        out = np.empty((max(k, 1), len(offsets)))
+        t = state.t
+        for j in range(k):
+            for c, off in enumerate(offsets):
+                out[j, c] = t + off * h
+            t = t + h
+        return out
+
+    def _error(self, body, step, row, value, failed, state):
+        kind, quantity, iterations = int(row[0]), int(row[2]), int(row[3])
+        what = self.quantities[quantity] if 0 <= quantity < len(self.quantities) else f"quantity {quantity}"
+        where = f"{self.name} step {step} (from t = {state.t:.6g}): body {body}"
+        tail = f"; the state is left at step {state.step}"
+        if kind in (NOT_CONVERGED, SINGULAR) or (kind == NOT_FINITE and what == "newton residual"):
+            reason = "not converged" if kind == NOT_CONVERGED else (
+                "singular Jacobian" if kind == SINGULAR else "non-finite residual or Jacobian")
+            return NewtonError(
+                f"{where}: Newton solve failed: {reason}; residual |r|_inf = {value:.3e} after {iterations} "
+                f"iteration(s), cap max_iter = {self.max_iter}; {failed} body(ies) failed at this step{tail}",
+                body=body, step=step, reason=reason, residual=value, iterations=iterations, max_iter=self.max_iter,
+                failed=failed, scheme=self.name)  # fmt: skip
+        if kind == NOT_FINITE:
+            return NonFiniteBodyError(f"{where}: non-finite {what}{tail}", body=body, step=step, quantity=what,
+                                      value=value, scheme=self.name)  # fmt: skip
+        return StepSizeError(f"{where}: {_KIND_TEXT.get(kind, 'failure')} ({what} = {value!r}){tail}", body=body,
+                             step=step, quantity=what, value=value, scheme=self.name)  # fmt: skip
+
+    def _launch(self, state, out, h, k, status, value):
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- diagnostics
+    def invariants(self, state) -> dict:
+        """Named per-body arrays (leading axis N) of what the scheme conserves or checks."""
+        raise NotImplementedError
+
+    def body_angular_velocity(self, state):
+        """(N, 3) body-frame angular velocity [1/T]."""
+        raise NotImplementedError
+
+    def rows(self, a, name, shape=(), dtype=np.float64):
+        """``a`` as a contiguous (B,) + shape array on the backend, B = 1 (shared) or N."""
+        arr = self.xp.asarray(a, dtype=dtype)
+        if tuple(arr.shape) == tuple(shape):
+            arr = arr[None]
+        if arr.ndim != len(shape) + 1 or tuple(arr.shape[1:]) != tuple(shape) or arr.shape[0] not in (1, self.n):
+            raise ValueError(f"{name} must have shape {tuple(shape)} or ({self.n},) + {tuple(shape)}, "
+                             f"got {tuple(arr.shape)}")  # fmt: skip
+        return self.xp.ascontiguousarray(arr)
+
+
+# ---------------------------------------------------------------------------- registry
+
+#: scheme name -> (module, class name); the class is imported on first use
+REGISTRY = {
+    "directors em": ("granular.bodies.directors", "DirectorEM"),
+    "directors dla": ("granular.bodies.dla", "DirectorDLA"),
+    "nontwisting em": ("granular.bodies.nontwisting", "NonTwistingEM"),
+    "nontwisting dla": ("granular.bodies.dla", "NonTwistingDLA"),
+    "ulvc rk4": ("granular.bodies.ulvc", "LieGroupRK4"),
+    "ulvc reference": ("granular.bodies.ulvc", "NewtonEulerRK4"),
+    "livens eml": ("granular.bodies.livens_rigid", "EML"),
+    "livens reml": ("granular.bodies.livens_rigid", "REML"),
+    "livens null-eml": ("granular.bodies.livens_rigid", "NullEML"),
+    "livens mpl": ("granular.bodies.livens_comparators", "MPL"),
+    "livens emh": ("granular.bodies.livens_comparators", "EMH"),
+    "livens mph": ("granular.bodies.livens_comparators", "MPH"),
+    "rolling_ball rk4": ("granular.bodies.rolling_ball_integrators", "RK4"),
+    "rolling_ball dopri5": ("granular.bodies.rolling_ball_integrators", "DormandPrince"),
+    "rolling_disk rk4": ("granular.bodies.rolling_disk", "RollingDiskRK4"),
+}
+
+
+def register(name: str, module: str, cls: str) -> None:
+    """Add (or replace) the scheme ``name`` as the class ``cls`` of ``module``."""
+    REGISTRY[str(name)] = (module, cls)
+
+
+def scheme_class(name: str):
+    """The :class:`Scheme` subclass registered as ``name``; ``ValueError`` listing the
+    names otherwise."""
+    try:
+        module, cls = REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown body scheme {name!r}; registered: {', '.join(sorted(REGISTRY))}") from None
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,371 @@
+"""Per-body laws of paper 000 (Gebhardt & Romero): the director body and the body on the
+non-twisting frame, each with its energy-momentum scheme (86)-(94) and the discrete
+Lagrange-d'Alembert (DLA) comparator; one body per call, a block of ``steps`` steps per
+call, Newton with a dense LU of the body's own Jacobian.
+
+:func:`build` compiles them on the helpers of :mod:`kernels.bodies_algebra`; the host side
+(equations, choices, scaling) is :mod:`granular.bodies.directors` (EM) and
+:mod:`granular.bodies.dla`. Directors are stored row-wise, ``d[b, i]`` = d_{i+1}; the
+unknowns are ``x = (q_{n+1} (9), λ̃ = (h²/2) λ (6)[, μ̃ (1)])``; the six constraints (63)
+are the pairs :data:`PAIRS`.
+
+Arrays (``N`` bodies, ``B`` = 1 or N rows): ``E``, ``Einv`` (B, 3, 3) Euler coefficients
+𝒥 (66) and their inverse; loads ``flags`` (bit 0 a spatial moment ``ms``, bit 1 material
+components ``mc`` along d1, d2, d3), ``ms``, ``mc`` (S, B, 3) (S = 1: one shape scaled by
+``prof``; S = 2: DLA's values at ``t_n`` and ``t_{n+1}`` of a single step), ``prof``
+(steps, S) the load factors; state ``d, v, v_half`` (N, 3, 3), ``lam``, ``lam_end`` (N, 6),
+``mu``, ``mu_end`` (N,), ``it_total`` (N,) int64 and their outputs (suffix ``1``),
+``iters1`` (N,) int64; scratch ``A`` (16, 17), ``X`` (16,), ``Wk`` (4, 9) per body.
+"""
+
+from types import SimpleNamespace
+
+NOT_CONVERGED, SINGULAR, NOT_FINITE = 1, 2, 3
+SPATIAL, MATERIAL = 1, 2
+# constraint rows of h (63): d_i·d_j (i ≠ j) or ½(d_i·d_i - 1)
+PAIRS_I = (1, 0, 0, 0, 1, 2)
+PAIRS_J = (2, 2, 1, 0, 1, 2)
+
+
+def build(jit, H):
+    """Compile the director laws with ``jit`` on the helpers ``H``."""
+    finite, lu_solve = H.finite, H.lu_solve
+
+    @jit
+    def row(a, i):
+        if a.shape[0] > 1:
+            return i
+        return i - i
+
+    @jit
+    def pair(k):
+        """The director pair ``(i, j)`` of constraint row ``k`` (:data:`PAIRS_I`, ``PAIRS_J``)."""
+        if k == 0:
+            return 1, 2
+        if k == 1:
+            return 0, 2
+        if k == 2:
+            return 0, 1
+        return k - 3, k - 3
+
+    @jit
+    def moment(T, i, j, slot, flags, ms, mc, prof, Wk, r):
+        """``m = f ms + f Σ_k mc_k d_k`` (68) with the directors in ``Wk[r]`` and the factor
+        ``f = prof[j, slot]``."""
+        f = prof[j, slot]
+        m0, m1, m2 = T(0.0), T(0.0), T(0.0)
+        if flags & SPATIAL:
+            s = min(slot, ms.shape[0] - 1)
+            b = row(ms[s], i)
+            m0, m1, m2 = f * ms[s, b, 0], f * ms[s, b, 1], f * ms[s, b, 2]
+        if flags & MATERIAL:
+            s = min(slot, mc.shape[0] - 1)
+            b = row(mc[s], i)
+            for k in range(3):
+                c = f * mc[s, b, k]
+                m0 += c * Wk[r, 3 * k]
+                m1 += c * Wk[r, 3 * k + 1]
+                m2 += c * Wk[r, 3 * k + 2]
+        return m0, m1, m2
+
+    @jit
+    def material_factor(T, i, j, slot, flags, mc, prof, k):
+        if flags & MATERIAL:
+            s = min(slot, mc.shape[0] - 1)
+            return prof[j, slot] * mc[s, row(mc[s], i), k]
+        return T(0.0)
+
+    @jit
+    def skew(m, a, b):
+        """``S(m)[a, b]``."""
+        if a == b:
+            return m[0] - m[0]
+        if a == 0:
+            return -m[2] if b == 1 else m[1]
+        if a == 1:
+            return m[2] if b == 0 else -m[0]
+        return -m[1] if b == 0 else m[0]
+
+    @jit
+    def newton_update(T, A, X, k):
+        if not lu_solve(T, A, k):
+            return False, T(0.0), T(0.0)
+        dn = T(0.0)
+        xn = T(0.0)
+        for c in range(k):
+            dd = A[c, k]
+            X[c] += dd
+            dn = max(dn, abs(dd))
+            xn = max(xn, abs(X[c]))
+        return finite(dn), dn, xn
+
+    @jit
+    def fail(status, value, i, kind, j, it, res):
+        status[i, 0] = kind
+        status[i, 1] = j + 1
+        status[i, 3] = it
+        value[i] = res
+
+    @jit
+    def assemble(T, i, j, dla, nonholonomic, a, h, Em, flags, ms, mc, prof, A, X, Wk, k):
+        """``A = [J | -r]`` of the scaled residual at ``X``: EM (86)/(92)-(94) or the DLA
+        first half (module docstring of :mod:`granular.bodies.dla`). ``Wk[0]``: ``q_n``,
+        ``Wk[1]``: ``q̇_n``, ``Wk[2]``: the midpoint (filled here), ``Wk[3]``: DLA's node
+        moment term ``½h² Q^ext(t_n, q_n)``."""
+        half = T(0.5)
+        for r in range(9):
+            Wk[2, r] = half * (Wk[0, r] + X[r])
+        for r in range(k):
+            for c in range(k):
+                A[r, c] = T(0.0)
+        # L(λ̃): H(q)ᵀλ̃ for director i is Σ_j L_ij d_j
+        L00, L11, L22 = X[12], X[13], X[14]
+        L12, L02, L01 = X[9], X[10], X[11]
+        L = (L00, L01, L02, L01, L11, L12, L02, L12, L22)
+        mu = X[15] if nonholonomic else T(0.0)
+        dref = 0 if dla else 2  # constraint columns and the λ̃ term at q_n (DLA) or q̄ (EM)
+        for ii in range(3):
+            for c in range(3):
+                acc = T(0.0)
+                for jj in range(3):
+                    acc += Em[3 * ii + jj] * (X[3 * jj + c] - Wk[0, 3 * jj + c] - h * Wk[1, 3 * jj + c])
+                    acc += L[3 * ii + jj] * Wk[dref, 3 * jj + c]
+                A[3 * ii + c, k] = -acc
+        # Jacobian block ∂/∂q_{n+1}: (𝒥 + ½L) ⊗ I (EM), 𝒥 ⊗ I (DLA)
+        for ii in range(3):
+            for jj in range(3):
+                B = Em[3 * ii + jj] if dla else Em[3 * ii + jj] + half * L[3 * ii + jj]
+                for c in range(3):
+                    A[3 * ii + c, 3 * jj + c] = B
+        if nonholonomic:
+            # G(q)ᵀμ = μ ((1 - a) d2, -a d1, 0) at q̄ (EM) or q_n (DLA)
+            for c in range(3):
+                g0 = (T(1.0) - a) * Wk[dref, 3 + c]
+                g1 = -a * Wk[dref, c]
+                A[c, k] -= mu * g0
+                A[3 + c, k] -= mu * g1
+                A[c, 15] = g0
+                A[3 + c, 15] = g1
+                if not dla:
+                    A[c, 3 + c] += half * (T(1.0) - a) * mu
+                    A[3 + c, c] -= half * a * mu
+        if dla:
+            if flags:
+                for r in range(9):
+                    A[r, k] += Wk[3, r]
+        elif flags:
+            # -(h²/2) Q^ext(t_{n+½}, q̄), Q_i = ½ m × d̄_i (68); Jacobian ½ ∂/∂q̄
+            m = moment(T, i, j, 0, flags, ms, mc, prof, Wk, 2)
+            fq = T(-0.25) * h * h
+            for ii in range(3):
+                d0, d1, d2 = Wk[2, 3 * ii], Wk[2, 3 * ii + 1], Wk[2, 3 * ii + 2]
+                A[3 * ii, k] -= fq * (m[1] * d2 - m[2] * d1)
+                A[3 * ii + 1, k] -= fq * (m[2] * d0 - m[0] * d2)
+                A[3 * ii + 2, k] -= fq * (m[0] * d1 - m[1] * d0)
+                dv = (d0, d1, d2)
+                for c in range(3):
+                    for b in range(3):
+                        A[3 * ii + c, 3 * ii + b] += fq * half * skew(m, c, b)
+                for jj in range(3):
+                    cj = material_factor(T, i, j, 0, flags, mc, prof, jj)
+                    if cj != T(0.0):
+                        for c in range(3):
+                            for b in range(3):
+                                A[3 * ii + c, 3 * jj + b] -= fq * half * cj * skew(dv, c, b)
+        # constraints h(q_{n+1}) (rows 9..14) and their columns H(·)ᵀ
+        for kk in range(6):
+            pi, pj = pair(kk)
+            cc = T(0.0)
+            for c in range(3):
+                cc += X[3 * pi + c] * X[3 * pj + c]
+                A[3 * pi + c, 9 + kk] = Wk[dref, 3 * pj + c]
+                A[3 * pj + c, 9 + kk] = Wk[dref, 3 * pi + c]
+                A[9 + kk, 3 * pi + c] = X[3 * pj + c]
+                A[9 + kk, 3 * pj + c] = X[3 * pi + c]
+            A[9 + kk, k] = -(half * (cc - T(1.0)) if pi == pj else cc)
+        if nonholonomic:
+            # (94): (1 - a) Δd1·d̄2 - a Δd2·d̄1
+            r15 = T(0.0)
+            for c in range(3):
+                dq0 = X[c] - Wk[0, c]
+                dq1 = X[3 + c] - Wk[0, 3 + c]
+                r15 += (T(1.0) - a) * dq0 * Wk[2, 3 + c] - a * dq1 * Wk[2, c]
+                A[15, c] = -half * a * dq1 + (T(1.0) - a) * Wk[2, 3 + c]
+                A[15, 3 + c] = half * (T(1.0) - a) * dq0 - a * Wk[2, c]
+            A[15, k] = -r15
+
+    @jit
+    def node_moment_term(T, i, j, slot, flags, ms, mc, prof, Wk, r, out_row, scale):
+        """``Wk[out_row] = scale Q^ext``, ``Q_i = ½ m × d_i`` (68) with the directors of ``Wk[r]``."""
+        m = moment(T, i, j, slot, flags, ms, mc, prof, Wk, r)
+        for ii in range(3):
+            d0, d1, d2 = Wk[r, 3 * ii], Wk[r, 3 * ii + 1], Wk[r, 3 * ii + 2]
+            Wk[out_row, 3 * ii] = scale * T(0.5) * (m[1] * d2 - m[2] * d1)
+            Wk[out_row, 3 * ii + 1] = scale * T(0.5) * (m[2] * d0 - m[0] * d2)
+            Wk[out_row, 3 * ii + 2] = scale * T(0.5) * (m[0] * d1 - m[1] * d0)
+
+    @jit
+    def project(T, i, j, nonholonomic, a, h, Em, Einv, flags, ms, mc, prof, A, X, Wk):
+        """DLA second half: ``u = v̄ + (h/2) M⁻¹ Q^ext(t_{n+1}, q_{n+1})``; with the rows
+        ``C = [H(q_{n+1}); G(q_{n+1})]`` solve ``(C M⁻¹ Cᵀ) ν = C u`` and set
+        ``q̇_{n+1} = u - M⁻¹ Cᵀ ν`` (into ``Wk[1]``; ``ν`` into ``X[:r]``). ``Wk[2]`` holds
+        ``q_{n+1}``, ``Wk[0]`` still ``q_n``. Returns False when the solve fails."""
+        nr = 7 if nonholonomic else 6
+        # u into Wk[3]
+        if flags:
+            node_moment_term(T, i, j, 1, flags, ms, mc, prof, Wk, 2, 3, T(1.0))
+            for ii in range(3):
+                for c in range(3):
+                    acc = T(0.0)
+                    for jj in range(3):
+                        acc += Einv[3 * ii + jj] * Wk[3, 3 * jj + c]
+                    X[3 * ii + c] = acc  # M⁻¹ Q, scratch in X[0:9]
+            for r in range(9):
+                Wk[3, r] = (Wk[2, r] - Wk[0, r]) / h + T(0.5) * h * X[r]
+        else:
+            for r in range(9):
+                Wk[3, r] = (Wk[2, r] - Wk[0, r]) / h
+        # A[r, s] = C_r M⁻¹ C_sᵀ, rhs C_r u: rows C_r as 3×3 blocks over the directors
+        for r in range(nr):
+            for s in range(nr):
+                acc = T(0.0)
+                for ii in range(3):
+                    for jj in range(3):
+                        e = Einv[3 * ii + jj]
+                        if e != T(0.0):
+                            for c in range(3):
+                                acc += crow(T, r, ii, c, nonholonomic, a, Wk) * e * crow(T, s, jj, c, nonholonomic, a,
+                                                                                      Wk)  # fmt: skip
+                A[r, s] = acc
+            acc = T(0.0)
+            for ii in range(3):
+                for c in range(3):
+                    acc += crow(T, r, ii, c, nonholonomic, a, Wk) * Wk[3, 3 * ii + c]
+            A[r, nr] = acc
+        if not lu_solve(T, A, nr):
+            return False
+        for r in range(nr):
+            X[r] = A[r, nr]
+        for ii in range(3):
+            for c in range(3):
+                acc = T(0.0)
+                for s in range(nr):
+                    for jj in range(3):
+                        acc += X[s] * Einv[3 * ii + jj] * crow(T, s, jj, c, nonholonomic, a, Wk)
+                Wk[1, 3 * ii + c] = Wk[3, 3 * ii + c] - acc
+        return True
+
+    @jit
+    def crow(T, r, blk, c, nonholonomic, a, Wk):
+        """Entry ``(blk, c)`` of constraint row ``r`` at ``q_{n+1}`` (in ``Wk[2]``):
+        ``∂h_r/∂d_blk`` (63) or, for ``r = 6``, ``G`` (83)."""
+        if r < 6:
+            pi, pj = pair(r)
+            out = T(0.0)
+            if blk == pi:
+                out = Wk[2, 3 * pj + c]
+            if blk == pj:
+                out = Wk[2, 3 * pi + c]
+            return out
+        if blk == 0:
+            return (T(1.0) - a) * Wk[2, 3 + c]
+        if blk == 1:
+            return -a * Wk[2, c]
+        return T(0.0)
+
+    @jit
+    def director_body(i, dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu,
+                      v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
+                      A, X, Wk, status, value):  # fmt: skip
+        """``steps`` steps of the EM scheme (``dla = 0``) or the DLA comparator (``1``) of the
+        director body (``nonholonomic = 0``) or of the body on the non-twisting frame (``1``)."""
+        T = d.dtype.type
+        half = T(0.5)
+        k = 16 if nonholonomic else 15
+        b = row(E, i)
+        Em = (E[b, 0, 0], E[b, 0, 1], E[b, 0, 2], E[b, 1, 0], E[b, 1, 1], E[b, 1, 2], E[b, 2, 0], E[b, 2, 1],
+              E[b, 2, 2])  # fmt: skip
+        bi = row(Einv, i)
+        Ei = (Einv[bi, 0, 0], Einv[bi, 0, 1], Einv[bi, 0, 2], Einv[bi, 1, 0], Einv[bi, 1, 1], Einv[bi, 1, 2],
+              Einv[bi, 2, 0], Einv[bi, 2, 1], Einv[bi, 2, 2])  # fmt: skip
+        for ii in range(3):
+            for c in range(3):
+                Wk[0, 3 * ii + c] = d[i, ii, c]
+                Wk[1, 3 * ii + c] = v[i, ii, c]
+                vh1[i, ii, c] = v_half[i, ii, c]
+        lt = (lam[i, 0], lam[i, 1], lam[i, 2], lam[i, 3], lam[i, 4], lam[i, 5])
+        mut = mu[i]
+        le = (lam_end[i, 0], lam_end[i, 1], lam_end[i, 2], lam_end[i, 3], lam_end[i, 4], lam_end[i, 5])
+        me = mu_end[i]
+        total = it_total[i]
+        status[i, 0], status[i, 1], status[i, 2], status[i, 3] = 0, 0, 0, 0
+        value[i] = 0.0
+        n_it = 0
+        c2 = half * h * h
+        for j in range(steps):
+            for r in range(9):
+                X[r] = Wk[0, r] + h * Wk[1, r]
+            for r in range(6):
+                X[9 + r] = c2 * lt[r]
+            if nonholonomic:
+                X[15] = c2 * mut
+            if dla and flags:  # -(h²/2) Q^ext(t_n, q_n) enters the residual as a constant
+                node_moment_term(T, i, j, 0, flags, ms, mc, prof, Wk, 0, 3, c2)
+            converged = False
+            n_it = 0
+            rn = T(0.0)
+            for _ in range(max_iter):
+                assemble(T, i, j, dla, nonholonomic, a, h, Em, flags, ms, mc, prof, A, X, Wk, k)
+                rn = T(0.0)
+                for r in range(k):
+                    rn = max(rn, abs(A[r, k]))
+                if not finite(rn):
+                    fail(status, value, i, NOT_FINITE, j, n_it, rn)
+                    return
+                ok, dn, xn = newton_update(T, A, X, k)
+                n_it += 1
+                if not ok:
+                    fail(status, value, i, SINGULAR, j, n_it, rn)
+                    return
+                if dn <= rtol * xn:
+                    converged = True
+                    break
+            if not converged:
+                fail(status, value, i, NOT_CONVERGED, j, n_it, rn)
+                return
+            lt = (X[9] / c2, X[10] / c2, X[11] / c2, X[12] / c2, X[13] / c2, X[14] / c2)
+            if nonholonomic:
+                mut = X[15] / c2
+            if dla:
+                for r in range(9):
+                    Wk[2, r] = X[r]
+                if not project(T, i, j, nonholonomic, a, h, Em, Ei, flags, ms, mc, prof, A, X, Wk):
+                    fail(status, value, i, SINGULAR, j, n_it, T(0.0))
+                    return
+                two_h = T(2.0) / h
+                le = (two_h * X[0], two_h * X[1], two_h * X[2], two_h * X[3], two_h * X[4], two_h * X[5])
+                if nonholonomic:
+                    me = two_h * X[6]
+                for r in range(9):
+                    vh1[i, r // 3, r % 3] = (Wk[2, r] - Wk[0, r]) / h
+                    Wk[0, r] = Wk[2, r]
+            else:
+                for r in range(9):
+                    vh = (X[r] - Wk[0, r]) / h
+                    vh1[i, r // 3, r % 3] = vh
+                    Wk[1, r] = T(2.0) * vh - Wk[1, r]
+                    Wk[0, r] = X[r]
+            total += n_it
+        for ii in range(3):
+            for c in range(3):
+                d1[i, ii, c] = Wk[0, 3 * ii + c]
+                v1[i, ii, c] = Wk[1, 3 * ii + c]
+        for r in range(6):
+            lam1[i, r] = lt[r]
+            lam_end1[i, r] = le[r]
+        mu1[i] = mut
+        mu_end1[i] = me
+        iters1[i] = n_it
+        it_total1[i] = total
+
+    return SimpleNamespace(director_body=director_body)
