@@ -90,7 +90,8 @@ def plot_series(series: dict, out_dir: str) -> list[str]:
         axes[0].legend(fontsize="small", ncols=min(4, len(energies)))
         if drift:
             axes[1].plot(t, (cols[conserved] - e0) / abs(e0), color="k", lw=1.0)
-            axes[1].set_ylabel(f"({conserved} - ₀) / |₀|" if conserved != "total" else "(total - total₀) / |total₀|")
+            dissipative = conserved != "total"
+            axes[1].set_ylabel("(E - E₀) / |E₀|, E = total + dissipated" if dissipative else "(total - total₀) / |total₀|")
         written.append(_save(fig, os.path.join(plot_dir, "energies.png")))
 
     if momenta:
