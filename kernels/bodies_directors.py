@@ -87,24 +87,6 @@ def build(jit, H):
         return m0, cm
 
     @jit
-    def material_factor(T, i, j, slot, flags, mc, prof, k):
-        if flags & MATERIAL:
-            s = min(slot, mc.shape[0] - 1)
-            return prof[j, slot] * mc[s, row(mc[s], i), k]
-        return T(0.0)
-
-    @jit
-    def skew(m, a, b):
-        """``S(m)[a, b]``."""
-        if a == b:
-            return m[0] - m[0]
-        if a == 0:
-            return -m[2] if b == 1 else m[1]
-        if a == 1:
-            return m[2] if b == 0 else -m[0]
-        return -m[1] if b == 0 else m[0]
-
-    @jit
     def newton_update(T, A, X, k):
         if not lu_solve(T, A, k):
             return False, T(0.0), T(0.0)
@@ -125,11 +107,11 @@ def build(jit, H):
         value[i] = res
 
     @jit
-    def assemble(T, i, j, dla, nonholonomic, a, h, Em, flags, ms, mc, prof, A, X, Wk, k):
-        """``A = [J | -r]`` of the scaled residual at ``X``: EM (86)/(92)-(94) or the DLA
-        first half (module docstring of :mod:`granular.bodies.dla`). ``Wk[0]``: ``q_n``,
-        ``Wk[1]``: ``q̇_n``, ``Wk[2]``: the midpoint (filled here), ``Wk[3]``: DLA's node
-        moment term ``½h² Q^ext(t_n, q_n)``."""
+    def assemble(T, nonholonomic, a, h, Em, flags, A, X, Wk, k):
+        """``A = [J | -r]`` of the scaled residual of the DLA first half at ``X`` (module
+        docstring of :mod:`granular.bodies.dla`; EM goes through :func:`em_iteration`).
+        ``Wk[0]``: ``q_n``, ``Wk[1]``: ``q̇_n``, ``Wk[2]``: the midpoint (filled here),
+        ``Wk[3]``: the node moment term ``½h² Q^ext(t_n, q_n)``."""
         half = T(0.5)
         for r in range(9):
             Wk[2, r] = half * (Wk[0, r] + X[r])
@@ -141,63 +123,38 @@ def build(jit, H):
         L12, L02, L01 = X[9], X[10], X[11]
         L = (L00, L01, L02, L01, L11, L12, L02, L12, L22)
         mu = X[15] if nonholonomic else T(0.0)
-        dref = 0 if dla else 2  # constraint columns and the λ̃ term at q_n (DLA) or q̄ (EM)
         for ii in range(3):
             for c in range(3):
                 acc = T(0.0)
                 for jj in range(3):
                     acc += Em[3 * ii + jj] * (X[3 * jj + c] - Wk[0, 3 * jj + c] - h * Wk[1, 3 * jj + c])
-                    acc += L[3 * ii + jj] * Wk[dref, 3 * jj + c]
+                    acc += L[3 * ii + jj] * Wk[0, 3 * jj + c]
                 A[3 * ii + c, k] = -acc
-        # Jacobian block ∂/∂q_{n+1}: (𝒥 + ½L) ⊗ I (EM), 𝒥 ⊗ I (DLA)
+        # Jacobian block ∂/∂q_{n+1}: 𝒥 ⊗ I
         for ii in range(3):
             for jj in range(3):
-                B = Em[3 * ii + jj] if dla else Em[3 * ii + jj] + half * L[3 * ii + jj]
                 for c in range(3):
-                    A[3 * ii + c, 3 * jj + c] = B
+                    A[3 * ii + c, 3 * jj + c] = Em[3 * ii + jj]
         if nonholonomic:
-            # G(q)ᵀμ = μ ((1 - a) d2, -a d1, 0) at q̄ (EM) or q_n (DLA)
+            # G(q_n)ᵀμ = μ ((1 - a) d2, -a d1, 0)
             for c in range(3):
-                g0 = (T(1.0) - a) * Wk[dref, 3 + c]
-                g1 = -a * Wk[dref, c]
+                g0 = (T(1.0) - a) * Wk[0, 3 + c]
+                g1 = -a * Wk[0, c]
                 A[c, k] -= mu * g0
                 A[3 + c, k] -= mu * g1
                 A[c, 15] = g0
                 A[3 + c, 15] = g1
-                if not dla:
-                    A[c, 3 + c] += half * (T(1.0) - a) * mu
-                    A[3 + c, c] -= half * a * mu
-        if dla:
-            if flags:
-                for r in range(9):
-                    A[r, k] += Wk[3, r]
-        elif flags:
-            # -(h²/2) Q^ext(t_{n+½}, q̄), Q_i = ½ m × d̄_i (68); Jacobian ½ ∂/∂q̄
-            m = moment(T, i, j, 0, flags, ms, mc, prof, Wk, 2)
-            fq = T(-0.25) * h * h
-            for ii in range(3):
-                d0, d1, d2 = Wk[2, 3 * ii], Wk[2, 3 * ii + 1], Wk[2, 3 * ii + 2]
-                A[3 * ii, k] -= fq * (m[1] * d2 - m[2] * d1)
-                A[3 * ii + 1, k] -= fq * (m[2] * d0 - m[0] * d2)
-                A[3 * ii + 2, k] -= fq * (m[0] * d1 - m[1] * d0)
-                dv = (d0, d1, d2)
-                for c in range(3):
-                    for b in range(3):
-                        A[3 * ii + c, 3 * ii + b] += fq * half * skew(m, c, b)
-                for jj in range(3):
-                    cj = material_factor(T, i, j, 0, flags, mc, prof, jj)
-                    if cj != T(0.0):
-                        for c in range(3):
-                            for b in range(3):
-                                A[3 * ii + c, 3 * jj + b] -= fq * half * cj * skew(dv, c, b)
-        # constraints h(q_{n+1}) (rows 9..14) and their columns H(·)ᵀ
+        if flags:
+            for r in range(9):
+                A[r, k] += Wk[3, r]
+        # constraints h(q_{n+1}) (rows 9..14) and their columns H(q_n)ᵀ
         for kk in range(6):
             pi, pj = pair(kk)
             cc = T(0.0)
             for c in range(3):
                 cc += X[3 * pi + c] * X[3 * pj + c]
-                A[3 * pi + c, 9 + kk] = Wk[dref, 3 * pj + c]
-                A[3 * pj + c, 9 + kk] = Wk[dref, 3 * pi + c]
+                A[3 * pi + c, 9 + kk] = Wk[0, 3 * pj + c]
+                A[3 * pj + c, 9 + kk] = Wk[0, 3 * pi + c]
                 A[9 + kk, 3 * pi + c] = X[3 * pj + c]
                 A[9 + kk, 3 * pj + c] = X[3 * pi + c]
             A[9 + kk, k] = -(half * (cc - T(1.0)) if pi == pj else cc)
@@ -247,6 +204,18 @@ def build(jit, H):
         return x0, x1, x2
 
     @jit
+    def kron_solve(Bi, y0, y1, y2):
+        """``(B⁻¹ ⊗ I₃) y``: three 3-vectors."""
+        return (
+            (Bi[0] * y0[0] + Bi[1] * y1[0] + Bi[2] * y2[0], Bi[0] * y0[1] + Bi[1] * y1[1] + Bi[2] * y2[1],
+             Bi[0] * y0[2] + Bi[1] * y1[2] + Bi[2] * y2[2]),
+            (Bi[3] * y0[0] + Bi[4] * y1[0] + Bi[5] * y2[0], Bi[3] * y0[1] + Bi[4] * y1[1] + Bi[5] * y2[1],
+             Bi[3] * y0[2] + Bi[4] * y1[2] + Bi[5] * y2[2]),
+            (Bi[6] * y0[0] + Bi[7] * y1[0] + Bi[8] * y2[0], Bi[6] * y0[1] + Bi[7] * y1[1] + Bi[8] * y2[1],
+             Bi[6] * y0[2] + Bi[7] * y1[2] + Bi[8] * y2[2]),
+        )  # fmt: skip
+
+    @jit
     def hdot(X0, X1, X2, Z):
         """``H(q) z`` (63) for the directors ``X`` and a 9-vector ``z`` (three 3-vectors): the six rows."""
         Z0, Z1, Z2 = Z
@@ -263,16 +232,19 @@ def build(jit, H):
             A[6, s] = gz - r2[6]
 
     @jit
-    def em_iteration(T, nonholonomic, a, h, Em, m0, cm, X, Wk, A):
-        """One Newton iteration of EM (86)/(92)-(94) at ``X`` by a Schur complement: the
-        Jacobian is ``[[K, Hᵀ(q̄)], [C(q_{n+1}), 0]]`` with the 9×9 block
-        ``K = (𝒥 + ½L + μ terms) ⊗ I₃ + α (I₃ ⊗ S(m) - [c_b S(d̄_a)]_ab)``, ``α = -h²/8``
-        (the moment's Jacobian, zero without load), the constraint columns ``Hᵀ(q̄)``
-        (and ``G(q̄)ᵀ``) and the rows ``C`` of ``h(q_{n+1})`` (and (94)). ``K`` is factored
-        in 3×3 blocks, the 6×6 (7×7) complement ``C K⁻¹ Hᵀ`` by the dense LU with partial
-        pivoting (in ``A``). The moment at ``q̄`` (68) is ``m = m0 + Σ_k cm_k d̄_k``
-        (:func:`moment_parts`; zero without load). Updates ``X``; returns ``(code, ‖r‖∞, ‖Δx‖∞, ‖x‖∞)``, code 0
-        or :data:`NOT_FINITE` (residual) or :data:`SINGULAR`."""
+    def em_iteration(T, nonholonomic, loaded, a, h, Em, m0, cm, X, Wk, A):
+        """One Newton iteration of EM (86)/(92)-(94) at ``X`` by a Schur complement. The
+        Jacobian is ``[[K, Hᵀ(q̄)], [C(q_{n+1}), 0]]``: the 9×9 block
+        ``K = B ⊗ I₃ + α (I₃ ⊗ S(m) - [c_b S(d̄_a)]_ab)``, ``B = 𝒥 + ½L`` (plus the μ terms
+        of (92), scaled identities in blocks (1, 2) and (2, 1)), ``α = -h²/8``, the moment's
+        Jacobian being present only under load (``loaded``); the constraint columns
+        ``Hᵀ(q̄)`` (and ``G(q̄)ᵀ``); the rows ``C`` of ``h(q_{n+1})`` (and of (94)).
+        Without load ``K⁻¹ = B⁻¹ ⊗ I₃``; under load ``K`` is factored in 3×3 blocks
+        (:func:`kfactor`). The 6×6 (7×7) complement ``C K⁻¹ Hᵀ`` is solved by the dense LU
+        with partial pivoting (in ``A``), then ``Δq = K⁻¹(r_q - Hᵀ Δλ)``. The moment at
+        ``q̄`` (68) is ``m = m0 + Σ_k cm_k d̄_k`` (:func:`moment_parts`). Updates ``X``;
+        returns ``(code, ‖r‖∞, ‖Δx‖∞, ‖x‖∞)`` with code 0, :data:`NOT_FINITE` (residual)
+        or :data:`SINGULAR`."""
         half = T(0.5)
         one = T(1.0)
         zero = (T(0.0), T(0.0), T(0.0))
@@ -335,36 +307,51 @@ def build(jit, H):
         if not finite(rn):
             return NOT_FINITE, rn, T(0.0), T(0.0)
         # K = B ⊗ I₃ + blocks α S(u_ab), u_ab = δ_ab m - c_b d̄_a
-        al = half * fq
         B01 = Em[1] + half * L01
         B10 = Em[3] + half * L01
         if nonholonomic:
             B01 += half * (one - a) * mu
             B10 -= half * a * mu
-        am = (al * m[0], al * m[1], al * m[2])
-        F, ok = kfactor(
-            T,
-            block(Em[0] + half * L00, sub3(am, (al * cm[0] * D0[0], al * cm[0] * D0[1], al * cm[0] * D0[2]))),
-            block(B01, (-al * cm[1] * D0[0], -al * cm[1] * D0[1], -al * cm[1] * D0[2])),
-            block(Em[2] + half * L02, (-al * cm[2] * D0[0], -al * cm[2] * D0[1], -al * cm[2] * D0[2])),
-            block(B10, (-al * cm[0] * D1[0], -al * cm[0] * D1[1], -al * cm[0] * D1[2])),
-            block(Em[4] + half * L11, sub3(am, (al * cm[1] * D1[0], al * cm[1] * D1[1], al * cm[1] * D1[2]))),
-            block(Em[5] + half * L12, (-al * cm[2] * D1[0], -al * cm[2] * D1[1], -al * cm[2] * D1[2])),
-            block(Em[6] + half * L02, (-al * cm[0] * D2[0], -al * cm[0] * D2[1], -al * cm[0] * D2[2])),
-            block(Em[7] + half * L12, (-al * cm[1] * D2[0], -al * cm[1] * D2[1], -al * cm[1] * D2[2])),
-            block(Em[8] + half * L22, sub3(am, (al * cm[2] * D2[0], al * cm[2] * D2[1], al * cm[2] * D2[2]))),
-        )
-        if not ok:
-            return SINGULAR, rn, T(0.0), T(0.0)
+        Bk = (Em[0] + half * L00, B01, Em[2] + half * L02, B10, Em[4] + half * L11, Em[5] + half * L12,
+              Em[6] + half * L02, Em[7] + half * L12, Em[8] + half * L22)  # fmt: skip
         # K⁻¹ of the residual and of the constraint columns Hᵀ(q̄) (pairs of PAIRS) and G(q̄)ᵀ
-        zr = ksolve(F, r0, r1, r2)
-        Z0 = ksolve(F, zero, D2, D1)
-        Z1 = ksolve(F, D2, zero, D0)
-        Z2 = ksolve(F, D1, D0, zero)
-        Z3 = ksolve(F, D0, zero, zero)
-        Z4 = ksolve(F, zero, D1, zero)
-        Z5 = ksolve(F, zero, zero, D2)
-        Zg = ksolve(F, g0, g1, zero)
+        if loaded:
+            al = half * fq
+            am = (al * m[0], al * m[1], al * m[2])
+            F, ok = kfactor(
+                T,
+                block(Bk[0], sub3(am, (al * cm[0] * D0[0], al * cm[0] * D0[1], al * cm[0] * D0[2]))),
+                block(Bk[1], (-al * cm[1] * D0[0], -al * cm[1] * D0[1], -al * cm[1] * D0[2])),
+                block(Bk[2], (-al * cm[2] * D0[0], -al * cm[2] * D0[1], -al * cm[2] * D0[2])),
+                block(Bk[3], (-al * cm[0] * D1[0], -al * cm[0] * D1[1], -al * cm[0] * D1[2])),
+                block(Bk[4], sub3(am, (al * cm[1] * D1[0], al * cm[1] * D1[1], al * cm[1] * D1[2]))),
+                block(Bk[5], (-al * cm[2] * D1[0], -al * cm[2] * D1[1], -al * cm[2] * D1[2])),
+                block(Bk[6], (-al * cm[0] * D2[0], -al * cm[0] * D2[1], -al * cm[0] * D2[2])),
+                block(Bk[7], (-al * cm[1] * D2[0], -al * cm[1] * D2[1], -al * cm[1] * D2[2])),
+                block(Bk[8], sub3(am, (al * cm[2] * D2[0], al * cm[2] * D2[1], al * cm[2] * D2[2]))),
+            )
+            if not ok:
+                return SINGULAR, rn, T(0.0), T(0.0)
+            zr = ksolve(F, r0, r1, r2)
+            Z0 = ksolve(F, zero, D2, D1)
+            Z1 = ksolve(F, D2, zero, D0)
+            Z2 = ksolve(F, D1, D0, zero)
+            Z3 = ksolve(F, D0, zero, zero)
+            Z4 = ksolve(F, zero, D1, zero)
+            Z5 = ksolve(F, zero, zero, D2)
+            Zg = ksolve(F, g0, g1, zero)
+        else:  # K = B ⊗ I₃: K⁻¹ = B⁻¹ ⊗ I₃
+            Bi, det = inv3(T, Bk)
+            if not (det != T(0.0) and finite(det)):
+                return SINGULAR, rn, T(0.0), T(0.0)
+            zr = kron_solve(Bi, r0, r1, r2)
+            Z0 = kron_solve(Bi, zero, D2, D1)
+            Z1 = kron_solve(Bi, D2, zero, D0)
+            Z2 = kron_solve(Bi, D1, D0, zero)
+            Z3 = kron_solve(Bi, D0, zero, zero)
+            Z4 = kron_solve(Bi, zero, D1, zero)
+            Z5 = kron_solve(Bi, zero, zero, D2)
+            Zg = kron_solve(Bi, g0, g1, zero)
         # rows C: H(q_{n+1}) and, nonholonomic, the Jacobian row of (94)
         n0 = (g0[0] - half * a * dq1[0], g0[1] - half * a * dq1[1], g0[2] - half * a * dq1[2])
         n1 = (g1[0] + half * (one - a) * dq0[0], g1[1] + half * (one - a) * dq0[1], g1[2] + half * (one - a) * dq0[2])
@@ -524,7 +511,7 @@ def build(jit, H):
             rn = T(0.0)
             for _ in range(max_iter):
                 if dla:
-                    assemble(T, i, j, dla, nonholonomic, a, h, Em, flags, ms, mc, prof, A, X, Wk, k)
+                    assemble(T, nonholonomic, a, h, Em, flags, A, X, Wk, k)
                     rn = T(0.0)
                     for r in range(k):
                         rn = max(rn, abs(A[r, k]))
@@ -537,7 +524,7 @@ def build(jit, H):
                         fail(status, value, i, SINGULAR, j, n_it, rn)
                         return
                 else:
-                    code, rn, dn, xn = em_iteration(T, nonholonomic, a, h, Em, m0, cm, X, Wk, A)
+                    code, rn, dn, xn = em_iteration(T, nonholonomic, flags != 0, a, h, Em, m0, cm, X, Wk, A)
                     if code == NOT_FINITE:
                         fail(status, value, i, NOT_FINITE, j, n_it, rn)
                         return
