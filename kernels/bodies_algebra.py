@@ -35,9 +35,9 @@ D0, D1, D2, D3, D4, D5, D6, D7 = SERIES_DK1
 
 
 NAMES = (
-    "add3 sub3 scale3 axpy3 dot3 cross3 finite m3v m3tv m3m sym3_solve qmul qrot qrot_inv qnormalize "
+    "add3 sub3 scale3 axpy3 dot3 cross3 finite m3v m3tv m3m m3sub inv3 sym3_solve qmul qrot qrot_inv qnormalize "
     "quat_from_rotvec sinc skew_sq_apply so3_exp coef_a coef_b coef_k1 coef_dk1 so3_tinv_apply "
-    "se3_exp_translation se3_tinv_apply lu_solve clear sqrt sin cos atan2"
+    "se3_exp_translation se3_tinv_apply lu_solve lu_solve6 lu_solve7 clear sqrt sin cos atan2"
 ).split()
 
 
@@ -134,6 +134,27 @@ def build(jit, simulated=False):
             A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
             A[6] * B[2] + A[7] * B[5] + A[8] * B[8],
         )
+
+    @jit
+    def m3sub(A, B):
+        """``A - B``."""
+        return (A[0] - B[0], A[1] - B[1], A[2] - B[2], A[3] - B[3], A[4] - B[4], A[5] - B[5], A[6] - B[6],
+                A[7] - B[7], A[8] - B[8])  # fmt: skip
+
+    @jit
+    def inv3(T, A):
+        """``(A⁻¹, det A)`` of a general 3×3 matrix by the adjugate; the inverse is not
+        finite when ``det A`` is 0 (the caller checks ``det``)."""
+        c00 = A[4] * A[8] - A[5] * A[7]
+        c01 = A[5] * A[6] - A[3] * A[8]
+        c02 = A[3] * A[7] - A[4] * A[6]
+        det = A[0] * c00 + A[1] * c01 + A[2] * c02
+        r = T(1.0) / det
+        return (
+            r * c00, r * (A[2] * A[7] - A[1] * A[8]), r * (A[1] * A[5] - A[2] * A[4]),
+            r * c01, r * (A[0] * A[8] - A[2] * A[6]), r * (A[2] * A[3] - A[0] * A[5]),
+            r * c02, r * (A[1] * A[6] - A[0] * A[7]), r * (A[0] * A[4] - A[1] * A[3]),
+        ), det  # fmt: skip
 
     @jit
     def sym3_solve(T, a00, a01, a02, a11, a12, a22, b):
@@ -346,6 +367,45 @@ def build(jit, simulated=False):
                 s -= A[k, c] * A[c, n]
             A[k, n] = s / A[k, k]
         return True
+
+    def fixed_lu(n):
+        """:func:`lu_solve` for a size ``n`` known when compiling (its loops unroll) and
+        without the skip of zero multipliers (a branch that costs more than it saves on
+        full matrices)."""
+
+        @jit
+        def lu_fixed(T, A):
+            for k in range(n):
+                p = k
+                amax = abs(A[k, k])
+                for r in range(k + 1, n):
+                    v = abs(A[r, k])
+                    if v > amax:
+                        amax = v
+                        p = r
+                if not (amax > T(0.0)):
+                    return False
+                if p != k:
+                    for c in range(k, n + 1):
+                        tmp = A[k, c]
+                        A[k, c] = A[p, c]
+                        A[p, c] = tmp
+                inv = T(1.0) / A[k, k]
+                for r in range(k + 1, n):
+                    f = A[r, k] * inv
+                    for c in range(k + 1, n + 1):
+                        A[r, c] -= f * A[k, c]
+            for k in range(n - 1, -1, -1):
+                s = A[k, n]
+                for c in range(k + 1, n):
+                    s -= A[k, c] * A[c, n]
+                A[k, n] = s / A[k, k]
+            return True
+
+        return lu_fixed
+
+    lu_solve6 = fixed_lu(6)
+    lu_solve7 = fixed_lu(7)
 
     @jit
     def clear(T, A, n, m):
