@@ -17,8 +17,11 @@ from . import bodies_algebra, bodies_directors, bodies_livens, bodies_rolling, b
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 # One body per thread; 128 threads per block leave registers for the larger laws. The
-# simulator runs every thread as a Python thread, so small blocks there.
-THREADS_PER_BLOCK = 8 if SIMULATED else 128
+# simulator runs every thread as a Python thread and every device-function call of a thread
+# takes a per-module lock: threads of one block then queue on that lock at the GIL's switch
+# interval (seconds per step for a handful of balls), so one thread per block there (the
+# body kernels share nothing within a block).
+THREADS_PER_BLOCK = 1 if SIMULATED else 128
 #: most internal masses per rolling ball (the per-thread kinematics array has a fixed size)
 MAX_MASSES = 16
 
