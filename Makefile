@@ -26,7 +26,7 @@ OUT ?= out/gpu-check
 gpu-check:          ## on a GPU machine: GPU tests, CPU/GPU agreement, GPU benchmark; logs and JSON in OUT
 	mkdir -p $(OUT)
 	$(PY) -m granular info --json > $(OUT)/info.json; cat $(OUT)/info.json
-	$(PY) -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee $(OUT)/gpu-tests.log
+	$(PY) -m pytest -m gpu -q -n 0 -p no:cacheprovider 2>&1 | tee $(OUT)/gpu-tests.log
 	$(PY) bench/agreement.py --json $(OUT)/agreement.json 2>&1 | tee $(OUT)/agreement.log
 	$(PY) -m granular bench --backend gpu --n 10,22,100,150,215 --spheres 10000,100000,1000000,10000000 \
 		--precision float64,float32 --json $(OUT)/bench-gpu.json 2>&1 | tee $(OUT)/bench-gpu.log

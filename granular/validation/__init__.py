@@ -14,6 +14,7 @@ STUDIES = {
     "livens": "granular.validation.livens",
     "rollingball": "granular.validation.rollingball",
     "contacts": "granular.validation.contacts",
+    "pile": "granular.validation.pile",
 }
 
 
