@@ -37,6 +37,7 @@ import numpy as np
 from ..diagnostics import kinetic_energy_rotational, kinetic_energy_translational
 from ..integrators import ExplicitIntegrator
 from ..model import ModelBuilder
+from ..simulation import DISSIPATED
 from .report import Check, Report
 
 MATERIAL = {"young": 1e7, "poisson": 0.3, "density": 2500.0, "restitution": 0.3, "friction": 0.5,
@@ -80,8 +81,6 @@ def _builder(x, radius, side, walls, v=None, omega=None, q=None):
 
 def _energy(model, s):
     """Kinetic + gravitational + contact elastic energy, and the dissipated energy."""
-    from ..simulation import DISSIPATED
-
     d = model.diagnostics(s)
     total = d["kinetic_translational"] + d["kinetic_rotational"] + d["U_pp"] + d["U_pw"] + d["U_gravity"]
     return total, sum(d[k] for k in DISSIPATED)
@@ -90,7 +89,8 @@ def _energy(model, s):
 def settle(model, h, t_max, chunk=0.05, progress=None):
     """Advance ``model`` from its initial state until the fastest grain is slower than
     :data:`V_REST` (checked every ``chunk`` of time) or ``t_max``; returns the state, the
-    time reached, whether it rests, and the energy balance's largest relative error."""
+    time reached, whether it rests, and the largest ``|E + dissipated - E0|`` [J] of the
+    checks."""
     integ = ExplicitIntegrator("verlet")
     s = model.state()
     integ.prepare(model, s)
