@@ -30,6 +30,7 @@ angle is reported, not checked.
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import numpy as np
@@ -65,11 +66,10 @@ def _column(n, seed):
     return x, radius, per_side * spacing
 
 
-def _builder(x, radius, side, walls, v=None, omega=None, q=None):
+def _builder(x, radius, side, walls, v=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), q=None):
     b = ModelBuilder()
     b.add_material("grain", **MATERIAL)
-    b.add_particles(x, v=np.zeros_like(x) if v is None else v, omega=np.zeros_like(x) if omega is None else omega,
-                    orientation=q, radius=radius, material="grain")  # fmt: skip
+    b.add_particles(x, v=v, omega=omega, orientation=q, radius=radius, material="grain")
     b.set_contacts()
     b.add_wall([0.0, 0.0, 1.0], 0.0, material="grain")
     if walls:
@@ -175,8 +175,8 @@ def run(quick=False, backend="cpu") -> Report:
     t0 = time.perf_counter()
     n = 1500 if quick else 10_000
 
-    def progress(phase, t, v):
-        print(f"  pile: {phase} t = {t:.2f} s, fastest grain {v:.2e} m/s", flush=True)
+    def progress(phase, t, v):  # on stderr: stdout carries the report (or its JSON)
+        print(f"  pile: {phase} t = {t:.2f} s, fastest grain {v:.2e} m/s", file=sys.stderr, flush=True)
 
     p = pile(n, backend, progress=progress)
     p = {k: v for k, v in p.items() if k not in ("positions", "radii")}
