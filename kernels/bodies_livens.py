@@ -47,13 +47,6 @@ def build(jit, H):
         return i - i
 
     @jit
-    def put44(A, r0, c0, M, s):
-        """``A[r0:r0+4, c0:c0+4] += s M``."""
-        for a in range(4):
-            for b in range(4):
-                A[r0 + a, c0 + b] += s * M[4 * a + b]
-
-    @jit
     def kinetic(T, J, q0, v0, Gv0, q1, v1, midpoint, jac):
         """EML (87)-(88) (``midpoint = False``) or MPL (``True``): ``Tb = 2 G(v̄)ᵀ J Ω̄`` (=
         ``-∂̄_q T``), ``Tc = 2 G(q̄)ᵀ J Ω̄`` (= ``∂̄_v T``) with ``Ω̄ = G(q_n) v_n + G(q_{n+1})
@@ -141,6 +134,60 @@ def build(jit, H):
         return rn
 
     @jit
+    def eml_newton_update(T, A, X, h, lt, qa, qm, Hv, Tb_q, Tb_v, Tc_q, Tc_v, r_n):
+        """One Newton update of EML's 13 unknowns ``x = (q, p, v, hλ)`` by block elimination.
+
+        The Jacobian's rows (residuals ``b = -r`` in ``A[5:8, :4]`` and ``r_n``):
+        ``Δq - (h/2) Δv = b_q``; ``M Δq + Δp + h Tb_v Δv + q̄ Δ(hλ) = b_p`` with
+        ``M = h Tb_q + (h/2) H_V + (hλ/2) 1``; ``½ Δp - Tc_q Δq - Tc_v Δv = b_c``;
+        ``qᵀ Δq = b_n``. The first and third give ``Δq`` and ``Δp`` in ``Δv``; the second and
+        fourth then leave 5 unknowns ``(Δv, Δ(hλ))``:
+        ``((h/2) P + h Tb_v + 2 Tc_v) Δv + q̄ Δ(hλ) = b_p - 2 b_c - P b_q`` with
+        ``P = M + 2 Tc_q``, and ``(h/2) qᵀ Δv = b_n - qᵀ b_q``, solved by :func:`lu_solve`
+        with partial pivoting. The same Newton step as the dense 13 × 13 solve (the
+        eliminated blocks are identities), in about a fifth of the time. Returns
+        ``(ok, ‖Δx‖∞, ‖x‖∞)``; ``ok`` False when the reduced matrix (and so the Jacobian) is
+        singular or the update not finite.
+        """
+        half = T(0.5)
+        two = T(2.0)
+        hh = half * h
+        for a in range(4):
+            rhs = A[6, a] - two * A[7, a]
+            for b in range(4):
+                P = h * Tb_q[4 * a + b] + hh * Hv[4 * a + b] + two * Tc_q[4 * a + b]
+                if a == b:
+                    P += half * lt
+                rhs -= P * A[5, b]
+                A[a, b] = hh * P + h * Tb_v[4 * a + b] + two * Tc_v[4 * a + b]
+            A[a, 4] = qm[a]
+            A[a, 5] = rhs
+        rhs = r_n
+        for b in range(4):
+            A[4, b] = hh * qa[b]
+            rhs -= qa[b] * A[5, b]
+        A[4, 4] = T(0.0)
+        A[4, 5] = rhs
+        if not lu_solve(T, A, 5):
+            return False, T(0.0), T(0.0)
+        dv = (A[0, 5], A[1, 5], A[2, 5], A[3, 5])
+        dq = (A[5, 0] + hh * dv[0], A[5, 1] + hh * dv[1], A[5, 2] + hh * dv[2], A[5, 3] + hh * dv[3])
+        dn = abs(A[4, 5])
+        X[12] += A[4, 5]
+        xn = abs(X[12])
+        for a in range(4):
+            dp = A[7, a]
+            for b in range(4):
+                dp += Tc_q[4 * a + b] * dq[b] + Tc_v[4 * a + b] * dv[b]
+            dp = two * dp
+            X[a] += dq[a]
+            X[4 + a] += dp
+            X[8 + a] += dv[a]
+            dn = max(dn, max(abs(dq[a]), max(abs(dp), abs(dv[a]))))
+            xn = max(xn, max(abs(X[a]), max(abs(X[4 + a]), abs(X[8 + a]))))
+        return finite(dn), dn, xn
+
+    @jit
     def eml_body(i, midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
                  iters1, it_total1, A, X, status, value):  # fmt: skip
         """EML (86)-(93) (``midpoint = 0``) or MPL (``1``): 13 unknowns
@@ -174,31 +221,19 @@ def build(jit, H):
                 lt = X[12]
                 qm, vm, Tb, Tc, Tb_q, Tb_v, Tc_q, Tc_v = kinetic(T, Jm, q0, v0, Gv0, qa, va, midpoint != 0, True)
                 HVqm = m44v(Hv, qm)
-                for r in range(13):
-                    for c in range(13):
-                        A[r, c] = T(0.0)
+                # residual columns of the rows q, p, c (A[5:8, :4]) and the norm row
+                rn = T(0.0)
                 for a in range(4):
-                    A[a, 13] = -(qa[a] - q0[a] - h * vm[a])
-                    A[4 + a, 13] = -(pa[a] - p0[a] + h * Tb[a] + h * HVqm[a] + lt * qm[a])
-                    A[8 + a, 13] = -(half * (p0[a] + pa[a]) - Tc[a])
-                    A[a, a] = T(1.0)
-                    A[a, 8 + a] = -half * h
-                    A[4 + a, 4 + a] = T(1.0)
-                    A[4 + a, 12] = qm[a]
-                    A[8 + a, 4 + a] = half
-                    A[12, a] = qa[a]
-                    A[4 + a, a] += half * lt
-                A[12, 13] = -(half * (qa[0] * qa[0] + qa[1] * qa[1] + qa[2] * qa[2] + qa[3] * qa[3] - T(1.0)))
-                put44(A, 4, 0, Tb_q, h)
-                put44(A, 4, 0, Hv, half * h)
-                put44(A, 4, 8, Tb_v, h)
-                put44(A, 8, 0, Tc_q, T(-1.0))
-                put44(A, 8, 8, Tc_v, T(-1.0))
-                rn = residual_norm(T, A, 13)
+                    A[5, a] = -(qa[a] - q0[a] - h * vm[a])
+                    A[6, a] = -(pa[a] - p0[a] + h * Tb[a] + h * HVqm[a] + lt * qm[a])
+                    A[7, a] = -(half * (p0[a] + pa[a]) - Tc[a])
+                    rn = max(rn, max(abs(A[5, a]), max(abs(A[6, a]), abs(A[7, a]))))
+                r_n = -(half * (qa[0] * qa[0] + qa[1] * qa[1] + qa[2] * qa[2] + qa[3] * qa[3] - T(1.0)))
+                rn = max(rn, abs(r_n))
                 if not finite(rn):
                     fail(status, value, i, NOT_FINITE, j, n_it, rn)
                     return
-                ok, dn, xn = newton_update(T, A, X, 13)
+                ok, dn, xn = eml_newton_update(T, A, X, h, lt, qa, qm, Hv, Tb_q, Tb_v, Tc_q, Tc_v, r_n)
                 n_it += 1
                 if not ok:
                     fail(status, value, i, SINGULAR, j, n_it, rn)

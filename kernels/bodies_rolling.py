@@ -282,8 +282,10 @@ def build(jit, H):
         for j in range(steps):
             th = t + half * h
             # the masses' kinematics and the force depend on t only: the two stages at
-            # t + h/2 share them
-            fill_kinematics(T, i, t, C, K, rail_info, rail_par, act_par)
+            # t + h/2 share them, and a step's first stage reuses the previous step's last
+            # (the same t + h, bitwise)
+            if j == 0:
+                fill_kinematics(T, i, t, C, K, rail_info, rail_par, act_par)
             F = force(T, i, t, force_mode, force_par, force_tab, 3 * j)
             ball_rhs(T, t, S, 0, 2, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             for c in range(ncol):
