@@ -78,8 +78,17 @@ def make(be, n, scheme, impl):
     J, m, X, q, w = (be.asarray(a) for a in random_tops(n))
     cls = (NEW if impl == "new" else OLD)[scheme]
     sch = cls(J, mass=m, center_of_mass=X, gravity=[0.0, 0.0, -9.81], backend=be)
-    s = sch.state(q, omega=w)
-    return lambda k: sch.advance(s, 0.004, k)
+    box = {"s": sch.state(q, omega=w)}
+
+    def advance(k):
+        # Some of the random fast tops are chaotic: past about 500 steps of h = 0.004 their
+        # Newton iterations climb and, after a few thousand, one of them fails. A rate is
+        # measured on the first 400 steps of the tops, restarted from their initial state.
+        if box["s"].step + k > 400:
+            box["s"] = sch.state(q, omega=w)
+        sch.advance(box["s"], 0.004, k)
+
+    return advance
 
 
 def main(argv=None):
