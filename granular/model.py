@@ -491,6 +491,7 @@ class Model:
             owner._springs = nl.springs()
         pairs, springs = getattr(state, "_springs", None) or (np.zeros((0, 2), np.int64), np.zeros((0, 8)))
         nl.hist[...] = 0
+        nl.live[...] = 0
         nl.set_springs(state.x, pairs, springs)
         state._springs = None
         nl.owner = weakref.ref(state)
@@ -549,7 +550,7 @@ class Model:
         return Dynamics(
             dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
             dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
-            dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
+            dev(law["live"]), dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
         )  # fmt: skip
 
     def law_arrays(self, cfg=None) -> dict:
@@ -560,6 +561,7 @@ class Model:
         if getattr(self, "_law_none", None) is None:
             dt = self.dtype
             self._law_none = {"none3": xp.zeros((0, 3), dt), "hist": xp.zeros((0, 1, 8), dt),
+                              "live": xp.zeros((0, 1), np.uint8),
                               "whist": xp.zeros((0, 0, 8), dt), "dissip": xp.zeros((0, 4), dt),
                               "nbr": xp.zeros((0, 1), np.int32), "count": xp.zeros(0, np.int32),
                               "x_ref": xp.zeros((0, 3), dt)}  # fmt: skip
@@ -567,7 +569,7 @@ class Model:
         if self.law is None:
             return out
         nl = self.force("contacts").neighbors
-        out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist)
+        out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist, live=nl.live)
         ws, ds = getattr(cfg, "wall_springs", None), getattr(cfg, "dissipated", None)
         walls = self.force("walls")
         if ws is None or ws.shape[0] != self.n:

@@ -76,7 +76,7 @@ class NeighborList:
         self.generation = 0
         self.version = 0
         self.count_old = xp.zeros(self.n if self.history else 0, dtype=np.int32)
-        self.nbr = self.hist = None
+        self.nbr = self.hist = self.live = None
         self._allocate(self.capacity, self.depth)
 
     def _allocate(self, capacity, depth, carry=None) -> None:
@@ -89,6 +89,7 @@ class NeighborList:
         rows = self.n if self.history else 0
         width = self.capacity if self.history else 1
         self.hist = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
         self.hist_old = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
         if carry is not None and self.history:
@@ -96,6 +97,7 @@ class NeighborList:
             k = min(nbr.shape[1], self.capacity)
             self.nbr[:, :k] = nbr[:, :k]
             self.hist[:, :k] = hist[:, :k]
+            self.live[:, :k] = (hist[:, :k, HISTORY - 1] != 0).astype(np.uint8)
             self.count[...] = xp.minimum(count, k)
         self.generation += 1
         self._bundles = None
@@ -120,7 +122,7 @@ class NeighborList:
             law = self.law if self.law is not None else placeholder_law(self.backend, self.dtype)
             contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
                                 self.dtype.type(self.skin), half * half, law["on"], law["vel"], law["mat"],
-                                law["pair"], law["nmat"], dev(self.hist), dev(self.nbr_old), dev(self.count_old),
+                                law["pair"], law["nmat"], dev(self.hist), dev(self.live), dev(self.nbr_old), dev(self.count_old),
                                 dev(self.hist_old))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members))
             self._bundles = (contacts, grid)
@@ -184,8 +186,8 @@ class NeighborList:
 
     def snapshot(self, into=None) -> dict:
         """Device copies of the list and its springs (``nbr``, ``count``, ``x_ref``,
-        ``hist``, and whether the list is valid), reusing ``into`` when the shapes match."""
-        arrays = {"nbr": self.nbr, "count": self.count, "x_ref": self.x_ref, "hist": self.hist}
+        ``hist``, ``live``, and whether the list is valid), reusing ``into`` when the shapes match."""
+        arrays = {"nbr": self.nbr, "count": self.count, "x_ref": self.x_ref, "hist": self.hist, "live": self.live}
         if into is None or any(into[k].shape != a.shape for k, a in arrays.items()):
             into = {k: a.copy() for k, a in arrays.items()}
         else:
@@ -198,7 +200,7 @@ class NeighborList:
         """Put a :meth:`snapshot` back (the arrays are reallocated if a regrow changed them)."""
         if snap["nbr"].shape != self.nbr.shape:
             self._allocate(snap["nbr"].shape[1], self.depth)
-        for k in ("nbr", "count", "x_ref", "hist"):
+        for k in ("nbr", "count", "x_ref", "hist", "live"):
             getattr(self, k)[...] = snap[k]
         self.valid = snap["valid"]
         self.version += 1
@@ -243,10 +245,11 @@ class NeighborList:
                                  "at the restored positions")  # fmt: skip
             hist.reshape(-1, HISTORY)[order[pos]] = springs
         self.hist[...] = be.asarray(hist)
+        self.live[...] = be.asarray((hist[..., HISTORY - 1] != 0).astype(np.uint8))
 
     @property
     def bytes(self) -> int:
-        arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.nbr_old,
+        arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
                   self.count_old, self.hist_old)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 

@@ -73,9 +73,11 @@ def build(jit):
             if q < k_old and old[i, q] == j:
                 for c in range(width):
                     contacts.hist[i, p, c] = contacts.hist_old[i, q, c]
+                contacts.live[i, p] = 1 if contacts.hist_old[i, q, width - 1] != T(0.0) else 0
             else:
                 for c in range(width):
                     contacts.hist[i, p, c] = T(0.0)
+                contacts.live[i, p] = 0
 
     @jit
     def build_body(i, x, radius, contacts, grid):

@@ -315,7 +315,7 @@ def build(jit, base):
         x = dyn.x
         T = x.dtype.type
         z = T(0.0)
-        hist = contacts.hist
+        hist, live = contacts.hist, contacts.live
         a = (z, z, z, z, z, z, z, z, z, z, z, z)
         u = dn = df = dr = dt = z
         touching = 0
@@ -338,7 +338,7 @@ def build(jit, base):
                 dz = x[j, 2] - x[i, 2]
             reach = radius[i] + radius[j]
             apart = dx * dx + dy * dy + dz * dz >= reach * reach
-            if apart and not (update and hist[i, p, 7] != z):
+            if apart and not (update and live[i, p] != 0):
                 continue
             if bonds.skip_contacts and bonded(i, j, bonds):
                 continue
@@ -353,6 +353,7 @@ def build(jit, base):
                 dt += T(0.5) * rel[2]
                 for c in range(HISTORY):
                     hist[i, p, c] = z
+                live[i, p] = 0
                 continue
             other = body_values(j, dyn, par, contacts)
             if i < j:
@@ -385,6 +386,7 @@ def build(jit, base):
                 hist[i, p, 5] = r[14]
                 hist[i, p, 6] = r[15]
                 hist[i, p, 7] = r[16]
+                live[i, p] = 1 if r[16] != z else 0
         return (a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11],
                 u, dn, df, dr, dt, touching)  # fmt: skip
 

@@ -18,7 +18,10 @@ precision. Units are consistent units of length, time and mass.
     velocity that stretches the springs; (N, 3) outside a step: both are ``v``; see
     ``docs/contacts.md``); ``hist`` (N,
     capacity, 8) the contact springs, parallel to the neighbour rows (both ends of a pair
-    hold identical copies); ``whist`` (N, W, 8) the springs of the wall contacts;
+    hold identical copies); ``live`` (N, capacity) uint8, 1 where a slot's springs are
+    held (``hist[i, p, 7] != 0``: the pair touched at the last step), so that the force
+    pass reads one byte, not a slot's 64-byte springs, for each listed pair that does not
+    touch; ``whist`` (N, W, 8) the springs of the wall contacts;
     ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal
     damping, friction slip, rolling, twisting; each end of a pair books half) [energy];
     ``nbr``, ``count``, ``x_ref``: the neighbour list the springs are keyed to (the same
@@ -69,14 +72,14 @@ precision. Units are consistent units of length, time and mass.
 
 from collections import namedtuple
 
-Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released vp wp hist whist dissip nbr count x_ref")
+Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref")
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
 )
 Contacts = namedtuple(
-    "Contacts", "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist nbr_old count_old hist_old"
+    "Contacts", "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old"
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members")
 Walls = namedtuple("Walls", "planes k mat")

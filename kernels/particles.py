@@ -172,6 +172,7 @@ def build(jit):
                 dst.nbr[i, p] = src.nbr[i, p]
                 for c in range(src.hist.shape[2]):
                     dst.hist[i, p, c] = src.hist[i, p, c]
+                dst.live[i, p] = src.live[i, p]
             for c in range(3):
                 dst.x_ref[i, c] = src.x_ref[i, c]
         if i < src.whist.shape[0]:

@@ -158,8 +158,9 @@ def _placeholder_args(backend, dummy, mode, kpp, T):
     law = placeholder_law(backend, np.dtype(T))
     xp = backend.xp
     hist = dev(xp.zeros((0, 1, 8), dtype=T))
+    live = dev(xp.zeros((0, 1), dtype=np.uint8))
     return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0), law["on"], law["vel"], law["mat"], law["pair"],
-                     law["nmat"], hist, nbr, count, hist),
+                     law["nmat"], hist, live, nbr, count, hist),
             Grid(T(1.0), np.int64(0), buckets, members))  # fmt: skip
 
 

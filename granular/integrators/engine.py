@@ -109,7 +109,7 @@ class ParticleEngine:
         b = self.model.kernel_args()
         b["dyn"] = self.model.dynamics(self.state, step=True)
         law = self.model.law_arrays(self.state)
-        names = ("hist", "whist", "dissip", "nbr", "count", "x_ref")
+        names = ("hist", "live", "whist", "dissip", "nbr", "count", "x_ref")
         if self._saved_law is None or any(self._saved_law[k].shape != law[k].shape for k in names):
             self._saved_law = {k: law[k].copy() for k in names}
         sl = self._saved_law
