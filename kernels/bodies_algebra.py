@@ -166,11 +166,11 @@ def build(jit, simulated=False):
         c11 = a00 * a22 - a02 * a02
         c12 = a01 * a02 - a00 * a12
         c22 = a00 * a11 - a01 * a01
-        det = a00 * c00 + a01 * c01 + a02 * c02
+        inv = T(1.0) / (a00 * c00 + a01 * c01 + a02 * c02)  # one division, three products
         return (
-            (c00 * b[0] + c01 * b[1] + c02 * b[2]) / det,
-            (c01 * b[0] + c11 * b[1] + c12 * b[2]) / det,
-            (c02 * b[0] + c12 * b[1] + c22 * b[2]) / det,
+            (c00 * b[0] + c01 * b[1] + c02 * b[2]) * inv,
+            (c01 * b[0] + c11 * b[1] + c12 * b[2]) * inv,
+            (c02 * b[0] + c12 * b[1] + c22 * b[2]) * inv,
         )
 
     # ------------------------------------------------------------------- quaternions

@@ -169,8 +169,8 @@ def build(jit, H):
         Om = (S[yr, 0], S[yr, 1], S[yr, 2])
         Gam = (S[yr, 3], S[yr, 4], S[yr, 5])
         q = (S[yr, 6], S[yr, 7], S[yr, 8], S[yr, 9])
-        nq = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-        qn = (q[0] / nq, q[1] / nq, q[2] / nq, q[3] / nq)
+        inq = T(1.0) / sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+        qn = (q[0] * inq, q[1] * inq, q[2] * inq, q[3] * inq)
         IOm = (I9[0] * Om[0] + I9[1] * Om[1] + I9[2] * Om[2], I9[3] * Om[0] + I9[4] * Om[1] + I9[5] * Om[2],
                I9[6] * Om[0] + I9[7] * Om[1] + I9[8] * Om[2])  # fmt: skip
         rhs = cross3(IOm, Om)
