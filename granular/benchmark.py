@@ -48,6 +48,7 @@ from . import __version__
 from .backend import BackendError, get_backend
 from .integrators import ExplicitIntegrator
 from .model import ModelBuilder
+from .paper_torus import torus_builder
 from .shapes import block_impact_builder, lattice_positions
 
 # ------------------------------------------------------------------- workloads
@@ -63,12 +64,6 @@ def spheres_builder(n_total: int, spacing: float = 0.98, seed: int = 0, kpp: flo
     b.add_particles(x, v=0.01 * rng.normal(size=x.shape), radius=0.5)
     b.set_contacts(kpp)
     return b
-
-
-def torus_builder():
-    from .validation.torus_setup import torus_builder as paper_torus
-
-    return paper_torus()
 
 
 # --------------------------------------------------------------------- traffic

@@ -21,23 +21,10 @@ import sys
 
 from .integrators import IntegrationError
 from .outdir import clear, plan_out_dir, scene_differences
+from .provenance import versions
 from .resources import check_writable
 from .simulation import LONG_RUN_STEPS, long_run_refused
 from .stability import estimate_stable_step
-
-
-def _versions() -> dict:
-    out = {"granular": None, "python": platform.python_version()}
-    import granular
-
-    out["granular"] = granular.__version__
-    for mod in ("numpy", "numba", "numba_cuda", "cupy", "meshio", "scipy", "matplotlib"):
-        try:
-            m = __import__(mod)
-            out[mod] = getattr(m, "__version__", "?")
-        except Exception:
-            out[mod] = None
-    return out
 
 
 def cmd_info(args) -> int:
@@ -45,7 +32,7 @@ def cmd_info(args) -> int:
 
     found, what = gpu_probe()
     info = {
-        "versions": _versions(),
+        "versions": versions(),
         "platform": platform.platform(),
         "cpu_cores": os.cpu_count(),
         "gpu_found": found,

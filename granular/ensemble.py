@@ -77,7 +77,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cli import _versions
+from .provenance import versions
 from .ensemble_store import open_store
 
 __all__ = ["Distribution", "EnsembleSpecError", "main", "parse_vary", "run_ensemble", "sample", "write_outputs"]
@@ -900,7 +900,7 @@ def main(argv=None) -> int:
     if args.trajectories:
         idx = subsample_indices(args.n, args.trajectories)
         meta["subsample_bodies"] = idx.tolist()
-    meta["versions"] = _versions()
+    meta["versions"] = versions()
     write_outputs(table, out, args.hist, meta)
     store.remove()
     if args.trajectories:

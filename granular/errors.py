@@ -1,9 +1,21 @@
 """The engine's error family, at the bottom of the import graph (imports nothing).
 
+A :class:`SceneError` lists every problem of a scene file, each with its field path.
+
 An :class:`IntegrationError` means a step could not be taken and the state is exactly as
 it was before that step. Its attributes name where: ``step`` (the number the failing step
 would have had), ``particle`` (or body) index and the offending ``value``.
 """
+
+
+class SceneError(ValueError):
+    """A scene file is malformed; ``errors`` lists ``(path, message)`` pairs."""
+
+    def __init__(self, errors, source="scene"):
+        self.errors = list(errors)
+        self.source = source
+        lines = [f"{source}: {len(self.errors)} error(s)"] + [f"  {p}: {m}" for p, m in self.errors]
+        super().__init__("\n".join(lines))
 
 
 class IntegrationError(RuntimeError):

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from ..model import ModelBuilder
-from ..shapes import add_torus
+from .model import ModelBuilder
+from .shapes import add_torus
 
 N_P = 80
 D_T = 3.0

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scipy.spatial import cKDTree
 
 from .backend import get_backend
+from .errors import SceneError
 from .health import ENERGY_TOLERANCE
 from .model import ModelBuilder
 from .resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
@@ -35,16 +36,6 @@ Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
 Quat = Annotated[list[Finite], Field(min_length=4, max_length=4)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class SceneError(ValueError):
-    """A scene file is malformed; ``errors`` lists ``(path, message)`` pairs."""
-
-    def __init__(self, errors, source="scene"):
-        self.errors = list(errors)
-        self.source = source
-        lines = [f"{source}: {len(self.errors)} error(s)"] + [f"  {p}: {m}" for p, m in self.errors]
-        super().__init__("\n".join(lines))
 
 
 class _Strict(BaseModel):

@@ -65,7 +65,24 @@ from __future__ import annotations
 
 from .directors import DirectorEM, _dot
 
-__all__ = ["NonTwistingEM", "twist_rate", "nonholonomic_momenta"]
+__all__ = ["CASES", "NonTwistingEM", "nonholonomic_momenta", "ramp", "twist_rate"]
+
+#: The load cases of paper 000, Sect. 6 (scene presets and the study): case -> (ω⊥(0) in
+#: the material frame = spatial, as Λ(0) = I [rad/s]; (M1, M2) of m⊥/(-f) [N m])
+CASES = {
+    1: ((6.0, -18.0, 0.0), (0.0, 0.0)),
+    2: ((0.0, 0.0, 0.0), (2472.5, 1075.0)),
+    3: ((1.5, 4.5, 0.0), (1236.25, 537.5)),
+}
+
+
+def ramp(t: float) -> float:
+    """The load factor ``f(t)`` of (116): 2t on [0, 0.5), 2 - 2t on [0.5, 1), 0 after [1]."""
+    if t < 0.5:
+        return 2.0 * t
+    if t < 1.0:
+        return 2.0 - 2.0 * t
+    return 0.0
 
 
 def twist_rate(d, v, a=0.0):

@@ -11,7 +11,7 @@ non-twisting body's split inertia (32) and zero initial twist (82); rails with
 orthonormal in-plane axes). Every problem of both passes is reported at once.
 
 :func:`parse_bodies` returns a :class:`BodiesConfig` (the validated model and host arrays
-with one row per body) or raises :class:`~granular.scene.SceneError`.
+with one row per body) or raises :class:`~granular.errors.SceneError`.
 
 The ``[bodies.random]`` sampler: ``d = rng.normal(0, s, (N, 3))`` (or
 ``rng.uniform(-s, s, (N, 3))``) with ``rng = numpy.random.default_rng(seed)`` and
@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from .. import rotations as rot
+from ..errors import SceneError
 from .scene_schema import (
     _ADAPTER,
     LOAD_PRESETS,
@@ -229,11 +230,10 @@ def _loads(value, errors):
 def parse_bodies(table, source: str = "scene", check_only: bool = False):
     """Validate a ``[bodies]`` table (a dict, as from TOML).
 
-    Returns a :class:`BodiesConfig`; raises :class:`~granular.scene.SceneError` listing
+    Returns a :class:`BodiesConfig`; raises :class:`~granular.errors.SceneError` listing
     every problem. With ``check_only`` returns the list of ``(path, message)`` pairs
     instead (empty when the table is valid).
     """
-    from ..scene import SceneError
 
     errors, config = _parse(table)
     if check_only:

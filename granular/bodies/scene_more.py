@@ -1,4 +1,4 @@
-"""Scene adapters (see :mod:`granular.bodies.scene_systems` for the interface) of the
+"""Scene adapters (see :mod:`granular.bodies.scene_base` for the interface) of the
 Livens quaternion schemes (paper 002) and of the rolling ball (paper 004).
 
 Kept apart because their scheme modules are imported only when a scene asks for them.
@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import rotations as rot
 from .core import scheme_class
-from .scene_systems import AXES, SMALL_BATCH, BodySystem, det_minus_one
+from .scene_base import AXES, SMALL_BATCH, BodySystem, det_minus_one
 
 # ---------------------------------------------------------------------- livens (002)
 

@@ -38,10 +38,14 @@ import time
 
 import numpy as np
 
+from ..backend import BackendError, get_backend
+from ..errors import IntegrationError, SceneError
 from ..outdir import clear, plan_out_dir, scene_differences
 from ..resources import check_writable
 from ..simulation import Progress, long_run_refused
+from .newton import NewtonError
 from .scene_config import parse_bodies
+from .scene_systems import build_system
 
 __all__ = ["validate_bodies", "run_bodies", "BodyRun"]
 
@@ -71,12 +75,6 @@ def run_bodies(scene, args) -> int:
     (``scene``, ``out``, ``backend``, ``precision``, ``time``, ``steps``, ``resume``,
     ``quiet``, ``log_json``). Returns the exit status: 0 done, 1 a step failed, 2 bad
     input, 130 interrupted."""
-    from ..backend import BackendError, get_backend
-    from ..integrators import IntegrationError
-    from ..scene import SceneError
-    from .newton import NewtonError
-    from .scene_systems import build_system
-
     source = str(getattr(args, "scene", "scene"))
     precision = getattr(args, "precision", None) or scene.run.precision
     if precision != "float64":

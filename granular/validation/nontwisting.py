@@ -37,7 +37,7 @@ from ..backend import get_backend
 from ..bodies import directors as dirs
 from ..bodies.directors import DirectorEM, ExternalMoment
 from ..bodies.dla import NonTwistingDLA
-from ..bodies.nontwisting import NonTwistingEM, nonholonomic_momenta
+from ..bodies.nontwisting import CASES, NonTwistingEM, nonholonomic_momenta, ramp
 from .report import Check, Report
 
 INERTIA = ((3.0, -1.0 / 7.0, 0.0), (-1.0 / 7.0, 4.0, 0.0), (0.0, 0.0, 5.0))
@@ -45,22 +45,7 @@ H_PAPER = 0.005
 T_END = 5.0
 T_LOAD = 1.0
 RTOL = 1e-10
-#: case -> (ω⊥(0) in the material frame = spatial, as Λ(0) = I [rad/s]; (M1, M2) of m⊥/(-f) [N m])
-CASES = {
-    1: ((6.0, -18.0, 0.0), (0.0, 0.0)),
-    2: ((0.0, 0.0, 0.0), (2472.5, 1075.0)),
-    3: ((1.5, 4.5, 0.0), (1236.25, 537.5)),
-}
 SCHEMES = {"em": NonTwistingEM, "dla": NonTwistingDLA}
-
-
-def ramp(t: float) -> float:
-    """``f(t)`` of (116): 2t on [0, 0.5), 2 - 2t on [0.5, 1), 0 after [1]."""
-    if t < 0.5:
-        return 2.0 * t
-    if t < 1.0:
-        return 2.0 - 2.0 * t
-    return 0.0
 
 
 def build(cases=(1, 2, 3), scheme="em", backend="cpu", rtol=RTOL, max_iter=25):

@@ -1,0 +1,129 @@
+"""The package's import graph (read from the sources, nothing imported): no cycles, even
+through imports inside functions; runtime code imports neither the command line nor the
+paper studies; the kernels import nothing of the package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOP = ("granular", "kernels")
+# modules allowed to import the command line or the studies: the entry points and the studies
+FRONT = ("granular.cli", "granular.__main__", "granular.validation")
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for top in TOP:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+def _targets(mods, name, node) -> list[str]:
+    """The modules of the project an import statement in module ``name`` refers to."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        if node.level:
+            pkg = name.split(".") if mods[name].name == "__init__.py" else name.split(".")[:-1]
+            pkg = pkg[: len(pkg) - (node.level - 1)]
+            base = ".".join(pkg + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+    out = []
+    for n in names:
+        while n and n not in mods:  # "granular.io.vtk.FrameWriter" -> "granular.io.vtk"
+            n = n.rpartition(".")[0]
+        if n:
+            out.append(n)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph():
+    mods = _modules()
+    edges = {m: set() for m in mods}
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                edges[name].update(t for t in _targets(mods, name, node) if t != name)
+    return edges
+
+
+def _cycles(edges) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = 0
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def _is_front(name) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in FRONT)
+
+
+def test_the_graph_is_read(graph):
+    # the walk sees the package: the CLI imports the integrators, a study imports the model
+    assert "granular.integrators" in graph["granular.cli"]
+    assert any(t.startswith("granular.model") for t in graph["granular.validation.pile"])
+
+
+def test_no_import_cycles(graph):
+    assert _cycles(graph) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_runtime_code_imports_neither_the_cli_nor_the_studies(graph):
+    bad = {
+        name: sorted(t for t in targets if _is_front(t))
+        for name, targets in graph.items()
+        if not _is_front(name)
+    }
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_kernels_import_nothing_of_the_package(graph):
+    bad = {k: sorted(t for t in v if t.startswith("granular")) for k, v in graph.items() if k.startswith("kernels")}
+    assert {k: v for k, v in bad.items() if v} == {}
