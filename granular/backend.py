@@ -18,7 +18,9 @@ arrays and ``backend.kernels`` for hot loops.
 
 from __future__ import annotations
 
+import importlib
 import os
+import platform
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -175,7 +177,6 @@ def resolve_backend(backend) -> Backend:
 
 
 def _cpu_backend() -> Backend:
-    import platform
 
     from kernels import cpu as cpu_kernels
 
@@ -194,7 +195,6 @@ def _no_array_interface_sync() -> None:
     """
     if "NUMBA_CUDA_ARRAY_INTERFACE_SYNC" in os.environ:
         return
-    import importlib
 
     for name in ("numba.cuda.core.config", "numba.core.config"):
         try:

@@ -13,22 +13,30 @@ writing a checkpoint).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
 import platform
 import sys
 
+from .backend import BackendError, cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
+from .benchmark import build_parser as bench_parser
+from .benchmark import run_bench
+from .bodies.scenes import run_bodies
+from .ensemble import main as ensemble_main
 from .integrators import IntegrationError
+from .io import load_checkpoint
 from .outdir import clear, plan_out_dir, scene_differences
 from .provenance import versions
 from .resources import check_writable
-from .simulation import LONG_RUN_STEPS, long_run_refused
+from .scene import SceneError, build_model, load_scene
+from .simulation import LONG_RUN_STEPS, Simulation, long_run_refused, restore_state
 from .stability import estimate_stable_step
+from .validation import STUDIES, get_study
 
 
 def cmd_info(args) -> int:
-    from .backend import cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 
     found, what = gpu_probe()
     info = {
@@ -61,12 +69,10 @@ def cmd_info(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .validation import STUDIES, get_study
 
     if args.name not in STUDIES:
         print(f"granular validate: unknown study {args.name!r}; available: {', '.join(sorted(STUDIES))}", file=sys.stderr)
         return 2
-    import inspect
 
     study = get_study(args.name)
     kwargs = {"quick": args.quick, "backend": args.backend}
@@ -141,9 +147,6 @@ def _resume_dir_problem(out) -> str | None:
 
 
 def cmd_run(args) -> int:
-    from .io import load_checkpoint
-    from .scene import SceneError, build_model, load_scene
-    from .simulation import Simulation, restore_state
 
     def refuse(text) -> int:
         print(f"granular run: {text}", file=sys.stderr)
@@ -157,7 +160,6 @@ def cmd_run(args) -> int:
     if args.resume is not None and args.overwrite:
         return refuse("--resume continues the run in its directory and --overwrite replaces a run; give one of them")
     if scene.bodies is not None:
-        from .bodies.scenes import run_bodies
 
         return run_bodies(scene, args)
     total = total_steps(args, scene.run)
@@ -228,7 +230,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .benchmark import run_bench
 
     return run_bench(args)
 
@@ -267,12 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ensemble", help="a [bodies] scene over N sampled bodies (granular ensemble -h)", add_help=False)
 
     bench = sub.add_parser("bench", help="throughput of the particle engine (block impact, Hertz spheres, torus)")
-    from .benchmark import build_parser as bench_parser
 
     bench_parser(bench)
     bench.set_defaults(func=cmd_bench)
 
-    from .validation import STUDIES
 
     val = sub.add_parser("validate", help="run a paper reproduction and check its figures")
     val.add_argument("name", help=f"study: {', '.join(sorted(STUDIES))}")
@@ -286,11 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .backend import BackendError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "ensemble":  # its own parser, options included (-h, --vary, ...)
-        from .ensemble import main as ensemble_main
 
         return ensemble_main(argv[1:])
     args = build_parser().parse_args(argv)

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import os
 import re
@@ -74,11 +75,19 @@ import sys
 import threading
 import time as _time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
-from .provenance import versions
+from .backend import get_backend
+from .bodies.scene_config import _COMMON_ARRAYS, ARRAY_KEYS, parse_bodies
+from .bodies.scene_systems import build_system
+from .bodies.scenes import run_bodies
 from .ensemble_store import open_store
+from .io._atomic import atomic_write, atomic_write_bytes
+from .provenance import versions
+from .rotations import quat_from_matrix
+from .scene import SceneError, load_scene
 
 __all__ = ["Distribution", "EnsembleSpecError", "main", "parse_vary", "run_ensemble", "sample", "write_outputs"]
 
@@ -246,7 +255,6 @@ class EnsembleSpec:
 
 def _base_value(table: dict, v: Vary, scheme: str) -> np.ndarray:
     """The scene's shared value of ``v.key`` as an array; EnsembleSpecError when it cannot be varied."""
-    from .bodies.scene_config import _COMMON_ARRAYS, ARRAY_KEYS
 
     allowed = sorted(dict(_COMMON_ARRAYS, **ARRAY_KEYS.get(scheme, {})))
     if v.key not in allowed:
@@ -377,10 +385,6 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     """Build bodies ``start..stop-1`` as one batched system, run ``spec.steps`` steps of
     ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``.
     ``progress(steps_done)`` is called now and then during the run (in-process runs)."""
-    from .backend import get_backend
-    from .bodies.scene_config import parse_bodies
-    from .bodies.scene_systems import build_system
-    from .rotations import quat_from_matrix
 
     # a batch of one body takes other NumPy code paths (size-1 axes broadcast) and differs
     # from the same body in a larger batch in the last bits: run it twice, keep one
@@ -478,7 +482,6 @@ def _steps(run, steps, time, dt) -> int:
 
 def make_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu") -> EnsembleSpec:
     """Validate the arguments and the base table; the :class:`EnsembleSpec` of the run."""
-    from .scene import load_scene
 
     source = "scene"
     if isinstance(scene, (str, os.PathLike)):
@@ -511,7 +514,6 @@ def make_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu") -> Ens
     spec = EnsembleSpec(bodies, vs, int(seed), int(n), float(scene.run.dt), 0, backend, source)
     spec.steps = _steps(scene.run, steps, time, spec.dt)
     # validate one body now (fails loudly before any task is sent)
-    from .bodies.scene_config import parse_bodies
 
     table, _ = chunk_table(spec, 0, 1)
     parse_bodies(table, source)
@@ -686,9 +688,7 @@ def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> li
     pyarrow is installed), ``histograms.png`` of ``hist_columns`` (default: the sampled
     columns, ``energy_rel_error``, ``L_error_norm``, ``flip_time``; non-finite values left
     out) and ``ensemble.json`` (``meta``) into ``out_dir``, each atomically. Returns the paths."""
-    import json
 
-    from .io._atomic import atomic_write
 
     os.makedirs(out_dir, exist_ok=True)
     paths = []
@@ -735,7 +735,6 @@ def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> li
         plt.close(fig)
     if meta is not None:
         data = json.dumps(meta, indent=2, default=str).encode()
-        from .io._atomic import atomic_write_bytes
 
         paths.append(atomic_write_bytes(os.path.join(out_dir, "ensemble.json"), data))
     return paths
@@ -800,9 +799,7 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
     with the full output of ``granular run`` (ParaView frames with orientations,
     ``series.csv`` trajectories, plots) in ``out_dir``. Their sampled values are the
     same as in the ensemble, so their final states equal the summary rows."""
-    from types import SimpleNamespace
 
-    from .bodies.scenes import run_bodies
 
     table, _ = chunk_table(spec, 0, 0, idx=idx)
     sub = scene.model_copy(update={"bodies": table, "name": f"{scene.name}_subsample"})
@@ -816,7 +813,6 @@ def main(argv=None) -> int:
     """``granular ensemble SCENE --n N --vary FIELD=DIST ... --seed S [--chunk C]
     [--dask | --scheduler ADDR] [--out DIR] [--steps N | --time T]``. Returns the exit
     status: 0 done, 1 a run failed, 2 bad input."""
-    from .scene import SceneError, load_scene
 
     p = _parser()
     try:

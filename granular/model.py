@@ -29,15 +29,15 @@ import weakref
 
 import numpy as np
 
-from . import rotations
-from .backend import Backend, resolve_backend
 from kernels.layout import DIAGNOSTICS, Dynamics, Particles
 
+from . import rotations
+from .backend import Backend, resolve_backend
 from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
 from .forces.bonds import empty_bond_args
 from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
-from .forces.materials import Material, check_material, sphere_mass
 from .forces.fields import field_args
+from .forces.materials import Material, check_material, sphere_mass
 from .state import State
 
 #: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.

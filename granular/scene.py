@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scipy.spatial import cKDTree
 
 from .backend import get_backend
+from .bodies.scenes import validate_bodies
 from .errors import SceneError
 from .health import ENERGY_TOLERANCE
 from .model import ModelBuilder
@@ -310,7 +311,6 @@ def _check_references(scene: Scene, source: str) -> None:
             errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
                            "contacts and walls, not both"))  # fmt: skip
         else:
-            from .bodies.scenes import validate_bodies
 
             errors.extend(validate_bodies(scene.bodies))
         if errors:

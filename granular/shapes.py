@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from .model import ModelBuilder
+
 
 def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0)) -> np.ndarray:
     """``n_p`` points evenly on a circle of diameter ``ring_diameter`` about ``center`` in
@@ -100,7 +102,6 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
     ``e1``), its nearest face ``gap`` diameters away. ``friction``: the same block with
     the dissipative contact law (:data:`BLOCK_MATERIAL`, for particles and wall) instead
     of ``kpp``, masses and inertias still 1."""
-    from .model import ModelBuilder
 
     b = ModelBuilder()
     material = None

@@ -42,16 +42,19 @@ import signal
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
+
+from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 
 from . import __version__
 from . import diagnostics as diag
 from .health import ENERGY_TOLERANCE, HealthCheck, HealthError, Snapshot
 from .integrators import ExplicitIntegrator, IntegrationError
 from .io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint, write_walls
-from .io.vtk import FrameQueue
 from .io._atomic import atomic_write_bytes
+from .io.vtk import FrameQueue
 from .resources import cadence, check_disk, check_writable, output_counts, run_output_bytes
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
@@ -189,9 +192,7 @@ def contact_data(model, state) -> dict:
     forces and spatial moments on the particle, the springs as they stand, the damping
     at the current velocities), and ``dissipated`` (the energy its contacts dissipated so
     far, its share)."""
-    from types import SimpleNamespace
 
-    from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 
     be, xp = model.backend, model.backend.xp
     rows = be.to_host(model.diagnostics_rows(state))

@@ -70,6 +70,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial import cKDTree
 
+from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
+
 #: Relative Hertz overlap ``δ = 1 - s/ρ`` at which contact stiffness is taken (at least).
 CONTACT_OVERLAP = 0.05
 #: Angle [rad] between a bond end's carried direction and the bond at which shear is taken.
@@ -261,7 +263,6 @@ def _law_limit(model, x, r, m, J, speed, assumed):
     nm = len(law.materials)
     mat = law.mat_host
     pair = law.pair_host
-    from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
 
     def stiff(rows, rstar, mstar, initial):
         e_s, g_s = pair[rows, PAIR_ESTAR], pair[rows, PAIR_GSTAR]

@@ -1,6 +1,8 @@
 """The package's import graph (read from the sources, nothing imported): no cycles, even
 through imports inside functions; runtime code imports neither the command line nor the
-paper studies; the kernels import nothing of the package."""
+paper studies; the kernels import nothing of the package; and no module of the project is
+imported inside a function (only optional dependencies are, and the backend's choice of
+the CPU or the CUDA kernels)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP = ("granular", "kernels")
 # modules allowed to import the command line or the studies: the entry points and the studies
 FRONT = ("granular.cli", "granular.__main__", "granular.validation")
+# imports allowed inside functions: which kernels to load is decided when a backend is made
+LAZY = {("granular.backend", "kernels.cpu"), ("granular.backend", "kernels.cuda")}
 
 
 def _modules() -> dict[str, Path]:
@@ -127,3 +131,17 @@ def test_runtime_code_imports_neither_the_cli_nor_the_studies(graph):
 def test_kernels_import_nothing_of_the_package(graph):
     bad = {k: sorted(t for t in v if t.startswith("granular")) for k, v in graph.items() if k.startswith("kernels")}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_project_modules_are_imported_at_the_top():
+    mods = _modules()
+    inside = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    inside += [(name, t) for t in _targets(mods, name, node) if (name, t) not in LAZY]
+    assert inside == []

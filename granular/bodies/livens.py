@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import resolve_backend
+from ..rotations import array_module
 from . import newton
 from .core import BodyState, Scheme, count
 
@@ -167,7 +168,6 @@ def gonzalez_jacobian(c, use, dd, d, grad_mid, hess_mid, grad_1):
 
 
 def _xp(a):
-    from ..rotations import array_module
 
     return array_module(a)
 

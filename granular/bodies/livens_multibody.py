@@ -86,6 +86,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..backend import resolve_backend
 from .livens import ImplicitScheme, LivensState, as_rows
 from .livens_rigid import (
     _mv,
@@ -550,7 +551,6 @@ def closed_loop(n=1, *, length=10.0, density=1.0, f_m=100.0, backend="cpu", rtol
     e = lambda i, s: tuple(s * h2 * np.eye(3)[i])  # noqa: E731
     joints = [SphericalJoint(0, e(1, 1), 1, e(0, 1)), SphericalJoint(1, e(0, -1), 2, e(1, 1)),
               SphericalJoint(2, e(1, -1), 3, e(0, -1)), SphericalJoint(3, e(0, 1), 0, e(1, -1))]  # fmt: skip
-    from ..backend import resolve_backend
 
     be = resolve_backend(backend)
     xp = be.xp

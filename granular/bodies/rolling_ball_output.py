@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rotations as rot
+from ..io import FrameWriter
 from .rolling_ball import POSITION, QUAT
 
 __all__ = ["frame_arrays", "frame_mesh", "RollingBallFrames", "contact_points"]
@@ -98,7 +99,6 @@ class RollingBallFrames:
     """
 
     def __init__(self, out_dir, model):
-        from ..io import FrameWriter
 
         self.model = model
         self.writer = FrameWriter(out_dir)

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from .. import rotations as rot
 from ..errors import SceneError
+from . import rails as R
 from .scene_schema import (
     _ADAPTER,
     LOAD_PRESETS,
@@ -375,7 +376,6 @@ def _perturbation(rand, n, scheme, R):
 
 def _check_rails(model, errors):
     """Build each rail and actuation once (cheap, host only) to report bad geometry."""
-    from . import rails as R
 
     for k, m in enumerate(model.masses):
         r, a = m.rail, m.actuation

@@ -9,8 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rotations as rot
+from . import livens_rigid as lr
+from . import rails as R
 from .core import scheme_class
+from .rolling_ball import RollingBall
 from .scene_base import AXES, SMALL_BATCH, BodySystem, det_minus_one
+from .scene_schema import make_actuation, make_rail
 
 # ---------------------------------------------------------------------- livens (002)
 
@@ -22,7 +26,6 @@ class LivensSystem(BodySystem):
     ``position`` (default: spaced along x) with an optional gravity potential (115)."""
 
     def __init__(self, cfg, backend):
-        from . import livens_rigid as lr
 
         t, xp, n = cfg.table, backend.xp, cfg.count
         self.cfg, self.backend, self.n = cfg, backend, n
@@ -85,9 +88,6 @@ class RollingBallSystem(BodySystem):
     are not drawn (:mod:`granular.bodies.rolling_ball_output` draws them)."""
 
     def __init__(self, cfg, backend):
-        from . import rails as R
-        from .rolling_ball import RollingBall
-        from .scene_schema import make_actuation, make_rail
 
         t, xp, n = cfg.table, backend.xp, cfg.count
         self.cfg, self.backend, self.n = cfg, backend, n

@@ -36,8 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rotations as rot
-from . import scene_more
+from . import scene_more, ulvc
 from .core import scheme_class
+from .directors import ExternalMoment, angular_velocity, directors_from_matrix
+from .nontwisting import CASES, ramp
 from .scene_base import AXES, SMALL_BATCH, BodySystem, det_minus_one, inertia_components
 
 __all__ = ["AXES", "SMALL_BATCH", "BodySystem", "DirectorSystem", "ULVCSystem", "build_system", "det_minus_one",
@@ -50,7 +52,6 @@ class DirectorSystem(BodySystem):
     :mod:`granular.bodies.dla`, rotating about a fixed point (pure rotation)."""
 
     def __init__(self, cfg, backend):
-        from .directors import directors_from_matrix
 
         t = cfg.table
         self.cfg, self.backend, self.n = cfg, backend, cfg.count
@@ -67,8 +68,6 @@ class DirectorSystem(BodySystem):
     @staticmethod
     def _moment(cfg, xp):
         """The loads: presets of paper 000 (115), (118) with the ramp (116), or [bodies.moment]."""
-        from .nontwisting import CASES, ramp
-        from .directors import ExternalMoment
 
         t = cfg.table
         if t.moment is not None:
@@ -88,7 +87,6 @@ class DirectorSystem(BodySystem):
         return self.host(self.state.d).swapaxes(1, 2)
 
     def frame(self):
-        from .directors import angular_velocity
 
         s, sch = self.state, self.scheme
         R = self._R()
@@ -99,7 +97,6 @@ class DirectorSystem(BodySystem):
         return self._frame_data(self.cfg.offsets, R, J, 0.0, np.zeros((self.n, 3)), w, K, 0.25 * self.cfg.table.spacing)
 
     def series(self):
-        from .directors import angular_velocity
 
         s, sch, xp = self.state, self.scheme, self.backend.xp
         K = sch.kinetic_energy(s)
@@ -136,7 +133,6 @@ class ULVCSystem(BodySystem):
     (``"reference"``); free bodies that translate and rotate, with optional dead loads."""
 
     def __init__(self, cfg, backend):
-        from . import ulvc
 
         t, xp = cfg.table, backend.xp
         self.cfg, self.backend, self.n = cfg, backend, cfg.count

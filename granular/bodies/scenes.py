@@ -38,8 +38,11 @@ import time
 
 import numpy as np
 
+from .. import __version__
 from ..backend import BackendError, get_backend
 from ..errors import IntegrationError, SceneError
+from ..io import CheckpointError, FrameWriter, SeriesWriter, load_checkpoint, plot_series, read_series, save_checkpoint
+from ..io._atomic import atomic_write_bytes
 from ..outdir import clear, plan_out_dir, scene_differences
 from ..resources import check_writable
 from ..simulation import Progress, long_run_refused
@@ -148,7 +151,6 @@ def run_bodies(scene, args) -> int:
 
 def _restore(system, path, scene_dict, backend_name, total) -> str | None:
     """Load the checkpoint at ``path`` into ``system``; the problem as text, or None."""
-    from ..io import CheckpointError, load_checkpoint
 
     try:
         arrays, meta = load_checkpoint(path)
@@ -195,8 +197,6 @@ class BodyRun:
         return row
 
     def _checkpoint(self, path):
-        from .. import __version__
-        from ..io import save_checkpoint
 
         s = self.system
         meta = {"scene": self.scene_dict, "version": __version__, "backend": s.backend.name, "dt": self.run_table.dt,
@@ -204,11 +204,6 @@ class BodyRun:
         save_checkpoint(path, s.state_arrays(), meta)
 
     def execute(self, total_steps: int, resumed: bool = False) -> dict:
-        from .. import __version__
-        from ..integrators import IntegrationError
-        from ..io import FrameWriter, SeriesWriter, plot_series, read_series
-        from ..io._atomic import atomic_write_bytes
-        from .newton import NewtonError
 
         s, dt = self.system, self.run_table.dt
         os.makedirs(self.out_dir, exist_ok=True)

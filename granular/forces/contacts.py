@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels import laws
 from kernels.laws import CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE, VELOCITY_HALF, VELOCITY_PREDICTED
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
@@ -69,7 +70,6 @@ class ContactLaw:
 
     def pair_parameters(self, a: int, b: int) -> dict:
         """The mixed parameters of materials ``a`` and ``b`` (host floats)."""
-        from kernels import laws
 
         row = self.pair_host[a * len(self.materials) + b]
         return {k.lower()[5:]: float(row[getattr(laws, k)]) for k in dir(laws) if k.startswith("PAIR_") and k != "PAIR_WIDTH"}

@@ -30,7 +30,10 @@ the frames written so far. A killed run leaves a readable collection; at worst a
 from __future__ import annotations
 
 import os
+import queue
 import re
+import threading
+from xml.etree import ElementTree as ET
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -99,7 +102,6 @@ def _pvd_text(frames) -> str:
 def _read_pvd(path: str) -> list[tuple[float, str]]:
     """The ``(time, file)`` entries of a ``.pvd`` collection, in file order (``file`` as
     written, relative to the ``.pvd``'s directory). ValueError if it is not a collection."""
-    from xml.etree import ElementTree as ET
 
     try:
         root = ET.parse(path).getroot()
@@ -360,8 +362,6 @@ class FrameQueue:
     """
 
     def __init__(self, writer: FrameWriter, depth: int = 4):
-        import queue
-        import threading
 
         self.writer = writer
         self._queue = queue.Queue(maxsize=max(1, int(depth)))

@@ -46,8 +46,13 @@ import time
 
 import numpy as np
 
+from kernels import laws
+
+from ..diagnostics import angular_momentum, linear_momentum
+from ..forces.materials import Material, mix
 from ..integrators import ExplicitIntegrator
 from ..model import ModelBuilder
+from ..simulation import DISSIPATED
 from .report import Check, Report
 
 E, NU, RHO, R = 7e10, 0.25, 2500.0, 0.01
@@ -176,9 +181,7 @@ def oblique_reference(vt, vn=1.0, mu=0.3, e=1.0, steps_per_contact=20000):
     time, forces at the current velocities, the spring ``ξ`` stretched by the slip
     velocity and put back onto the Coulomb limit when it slides. ``vt`` may be an array
     (one impact per entry, integrated together)."""
-    from kernels import laws
 
-    from ..forces.materials import Material, mix
 
     row = mix(*(2 * [Material(E, NU, RHO, e, mu)]))
     estar, gstar, alpha = row[laws.PAIR_ESTAR], row[laws.PAIR_GSTAR], row[laws.PAIR_ALPHA]
@@ -244,8 +247,6 @@ def incline(theta, mu=0.3, mu_r=0.0, backend="cpu", t_end=0.05):
 def cluster(backend="cpu", steps=4000, seed=3, h=2e-7):
     """27 spheres thrown together (no wall, no field): relative changes of ``P`` and
     ``L`` and of ``total + dissipated``, and the dissipated fraction."""
-    from ..diagnostics import angular_momentum, linear_momentum
-    from ..simulation import DISSIPATED
 
     rng = np.random.default_rng(seed)
     b = ModelBuilder()

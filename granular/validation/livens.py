@@ -51,6 +51,7 @@ from ..bodies.livens import LivensEM, RedundantMassSpring, SpringPendulum
 from ..bodies.livens_comparators import EMH, MPH, MPL
 from ..bodies.livens_multibody import closed_loop, closed_loop_ramp
 from ..bodies.livens_rigid import EML, REML, NullEML, body_angular_velocity, rotation_matrix
+from ..bodies.newton import NewtonError
 from .report import Check, Report
 
 RTOL = 1e-10
@@ -211,7 +212,6 @@ def parasitic_mode(h=0.01, t_end=FREE_T_COST, name="EML", backend="cpu"):
     ``T_mid`` the kinetic energy of the midpoint motion ``½ Ω̄ᵀJΩ̄`` with
     ``Ω̄ = 2 G(q̄)(q_{n+1} - q_n)/(h|q̄|²)`` relative to E^0, and ``failed_at`` (time of a
     NewtonError, or None)."""
-    from ..bodies.newton import NewtonError
 
     sch = SCHEMES[name](np.diag(FREE_J), n=1, backend=backend, rtol=RTOL)
     s = sch.state([1.0, 0.0, 0.0, 0.0], Omega=FREE_OMEGA0)

@@ -38,6 +38,7 @@ from .. import rotations as rot
 from ..bodies import rails as R
 from ..bodies.rolling_ball import HarmonicForce, RollingBall
 from ..bodies.rolling_ball_integrators import RK4, DormandPrince
+from ..bodies.rolling_ball_output import RollingBallFrames
 from ..bodies.rolling_ball_reference import newton_euler_reference
 from ..bodies.rolling_disk import RollingDisk, RollingDiskRK4
 from .report import Check, Report
@@ -329,7 +330,6 @@ def batch_vs_alone(backend="cpu", n=6, seed=11, h=0.01, steps=100, t_dp=1.0):
 def write_scene_frames(name, out_dir, t_end=None, h=0.01, every=20, backend="cpu"):
     """Run scene ``name`` (a key of :data:`SCENES`) with RK4 and write its ParaView frames
     (``out_dir/frames.pvd``) every ``every`` steps; returns the frame paths."""
-    from ..bodies.rolling_ball_output import RollingBallFrames
 
     if name not in SCENES:
         raise ValueError(f"name: unknown scene {name!r}; available: {sorted(SCENES)}")
