@@ -177,7 +177,6 @@ def resolve_backend(backend) -> Backend:
 
 
 def _cpu_backend() -> Backend:
-
     from kernels import cpu as cpu_kernels
 
     cpu = platform.processor() or platform.machine()

@@ -37,7 +37,6 @@ from .validation import STUDIES, get_study
 
 
 def cmd_info(args) -> int:
-
     found, what = gpu_probe()
     info = {
         "versions": versions(),
@@ -69,7 +68,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_validate(args) -> int:
-
     if args.name not in STUDIES:
         print(f"granular validate: unknown study {args.name!r}; available: {', '.join(sorted(STUDIES))}", file=sys.stderr)
         return 2
@@ -147,7 +145,6 @@ def _resume_dir_problem(out) -> str | None:
 
 
 def cmd_run(args) -> int:
-
     def refuse(text) -> int:
         print(f"granular run: {text}", file=sys.stderr)
         return 2
@@ -230,7 +227,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-
     return run_bench(args)
 
 
@@ -285,7 +281,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "ensemble":  # its own parser, options included (-h, --vary, ...)
 

@@ -168,7 +168,6 @@ def gonzalez_jacobian(c, use, dd, d, grad_mid, hess_mid, grad_1):
 
 
 def _xp(a):
-
     return array_module(a)
 
 

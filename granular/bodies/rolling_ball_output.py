@@ -99,7 +99,6 @@ class RollingBallFrames:
     """
 
     def __init__(self, out_dir, model):
-
         self.model = model
         self.writer = FrameWriter(out_dir)
         self.paths = []

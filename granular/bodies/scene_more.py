@@ -1,7 +1,7 @@
 """Scene adapters (see :mod:`granular.bodies.scene_base` for the interface) of the
 Livens quaternion schemes (paper 002) and of the rolling ball (paper 004).
 
-Kept apart because their scheme modules are imported only when a scene asks for them.
+Kept apart from :mod:`granular.bodies.scene_systems` to keep each module short.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ class LivensSystem(BodySystem):
     ``position`` (default: spaced along x) with an optional gravity potential (115)."""
 
     def __init__(self, cfg, backend):
-
         t, xp, n = cfg.table, backend.xp, cfg.count
         self.cfg, self.backend, self.n = cfg, backend, n
         self.label = f"livens {t.variant}"
@@ -88,7 +87,6 @@ class RollingBallSystem(BodySystem):
     are not drawn (:mod:`granular.bodies.rolling_ball_output` draws them)."""
 
     def __init__(self, cfg, backend):
-
         t, xp, n = cfg.table, backend.xp, cfg.count
         self.cfg, self.backend, self.n = cfg, backend, n
         self.label = "rolling_ball rk4"

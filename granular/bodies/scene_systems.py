@@ -52,7 +52,6 @@ class DirectorSystem(BodySystem):
     :mod:`granular.bodies.dla`, rotating about a fixed point (pure rotation)."""
 
     def __init__(self, cfg, backend):
-
         t = cfg.table
         self.cfg, self.backend, self.n = cfg, backend, cfg.count
         self.nonholonomic = t.scheme == "nontwisting"
@@ -87,7 +86,6 @@ class DirectorSystem(BodySystem):
         return self.host(self.state.d).swapaxes(1, 2)
 
     def frame(self):
-
         s, sch = self.state, self.scheme
         R = self._R()
         J = np.broadcast_to(self.host(sch.inertia), (self.n, 3, 3))
@@ -97,7 +95,6 @@ class DirectorSystem(BodySystem):
         return self._frame_data(self.cfg.offsets, R, J, 0.0, np.zeros((self.n, 3)), w, K, 0.25 * self.cfg.table.spacing)
 
     def series(self):
-
         s, sch, xp = self.state, self.scheme, self.backend.xp
         K = sch.kinetic_energy(s)
         pi = sch.spatial_angular_momentum(s)
@@ -133,7 +130,6 @@ class ULVCSystem(BodySystem):
     (``"reference"``); free bodies that translate and rotate, with optional dead loads."""
 
     def __init__(self, cfg, backend):
-
         t, xp = cfg.table, backend.xp
         self.cfg, self.backend, self.n = cfg, backend, cfg.count
         self.label = f"ulvc {t.variant}"

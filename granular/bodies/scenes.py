@@ -197,14 +197,12 @@ class BodyRun:
         return row
 
     def _checkpoint(self, path):
-
         s = self.system
         meta = {"scene": self.scene_dict, "version": __version__, "backend": s.backend.name, "dt": self.run_table.dt,
                 "scheme": s.label, "bodies": s.n, "step": s.step_count, "time": s.time}  # fmt: skip
         save_checkpoint(path, s.state_arrays(), meta)
 
     def execute(self, total_steps: int, resumed: bool = False) -> dict:
-
         s, dt = self.system, self.run_table.dt
         os.makedirs(self.out_dir, exist_ok=True)
         frame_every = self._every(self.run_table.output_every, max(1, total_steps))

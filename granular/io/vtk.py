@@ -362,7 +362,6 @@ class FrameQueue:
     """
 
     def __init__(self, writer: FrameWriter, depth: int = 4):
-
         self.writer = writer
         self._queue = queue.Queue(maxsize=max(1, int(depth)))
         self._error = None
