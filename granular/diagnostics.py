@@ -72,7 +72,7 @@ def angular_momentum(model, state, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
     """
     xp = model.backend.xp
     r = state.x - xp.asarray(origin, dtype=state.x.dtype)
-    orbital = rotations._cross(r, model.mass[:, None] * state.v)
+    orbital = rotations.cross(r, model.mass[:, None] * state.v)
     return _host(model, (orbital + model.inertia[:, None] * state.omega).sum(axis=0))
 
 

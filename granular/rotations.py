@@ -28,6 +28,8 @@ import numpy as np
 
 __all__ = [
     "array_module",
+    "cross",
+    "dot",
     "skew",
     "rrp_to_matrix",
     "rrp_compose",
@@ -73,12 +75,15 @@ def array_module(*arrays):
     return np
 
 
-def _dot(a, b):
+def dot(a, b):
+    """``a · b`` over the last axis (NumPy or CuPy arrays, broadcasting the leading axes)."""
     return (a * b).sum(axis=-1)
 
 
-def _cross(a, b):
+def cross(a, b):
+    """``a × b`` over the last axis, broadcasting the leading axes (NumPy or CuPy)."""
     xp = array_module(a, b)
+    a, b = xp.broadcast_arrays(a, b)
     return xp.stack(
         [
             a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
@@ -111,7 +116,7 @@ def rrp_to_matrix(alpha):
     """Rotation matrix of RRP, eq. (4): ``R = I + 4/(4+|α|²) [S(α) + ½ S(α)²]``."""
     xp = array_module(alpha)
     S = skew(alpha)
-    c = 4.0 / (4.0 + _dot(alpha, alpha))
+    c = 4.0 / (4.0 + dot(alpha, alpha))
     eye = xp.eye(3, dtype=alpha.dtype)
     return eye + c[..., None, None] * (S + 0.5 * (S @ S))
 
@@ -121,8 +126,8 @@ def rrp_compose(alpha1, alpha2):
 
     Undefined (division by zero) when the composed rotation is a half turn.
     """
-    c = 4.0 / (4.0 - _dot(alpha1, alpha2))
-    return c[..., None] * (alpha1 + alpha2 - 0.5 * _cross(alpha1, alpha2))
+    c = 4.0 / (4.0 - dot(alpha1, alpha2))
+    return c[..., None] * (alpha1 + alpha2 - 0.5 * cross(alpha1, alpha2))
 
 
 def rrp_inverse(alpha):
@@ -142,13 +147,13 @@ def rrp_relative(alpha_from, alpha_to):
 def rrp_angle(alpha):
     """Rotation angle ``|θ| = 2 atan(|α|/2)`` in ``[0, π)``, below eq. (35)."""
     xp = array_module(alpha)
-    return 2.0 * xp.arctan(0.5 * xp.sqrt(_dot(alpha, alpha)))
+    return 2.0 * xp.arctan(0.5 * xp.sqrt(dot(alpha, alpha)))
 
 
 def rotvec_from_rrp(alpha):
     """Rotation vector ``θ = 2 atan(|α|/2) α/|α|`` (inverse of (3)); exact as ``α → 0``."""
     xp = array_module(alpha)
-    s = 0.5 * xp.sqrt(_dot(alpha, alpha))
+    s = 0.5 * xp.sqrt(dot(alpha, alpha))
     safe = xp.where(s > 0, s, 1.0)
     factor = xp.where(s > 0, xp.arctan(safe) / safe, 1.0)  # atan(s)/s → 1
     return factor[..., None] * alpha
@@ -161,7 +166,7 @@ rrp_log.__doc__ = "Log map of ``R(α)``: the rotation vector (same as :func:`rot
 def rrp_from_rotvec(theta):
     """Eq. (3): ``α = tan(|θ|/2)/(|θ|/2) θ``; exact as ``θ → 0``, infinite at ``|θ| = π``."""
     xp = array_module(theta)
-    s = 0.5 * xp.sqrt(_dot(theta, theta))
+    s = 0.5 * xp.sqrt(dot(theta, theta))
     safe = xp.where(s > 0, s, 1.0)
     factor = xp.where(s > 0, xp.tan(safe) / safe, 1.0)
     return factor[..., None] * theta
@@ -175,7 +180,7 @@ def rrp_from_quat(q):
 def quat_from_rrp(alpha):
     """Unit quaternion of RRP: ``q = (2, α) / sqrt(4 + |α|²)`` (algebraic, no trigonometry)."""
     xp = array_module(alpha)
-    inv = 1.0 / xp.sqrt(4.0 + _dot(alpha, alpha))
+    inv = 1.0 / xp.sqrt(4.0 + dot(alpha, alpha))
     return xp.concatenate([2.0 * inv[..., None], alpha * inv[..., None]], axis=-1)
 
 
@@ -187,8 +192,8 @@ def quat_multiply(p, q):
     xp = array_module(p, q)
     p0, pv = p[..., :1], p[..., 1:]
     q0, qv = q[..., :1], q[..., 1:]
-    s = p0 * q0 - _dot(pv, qv)[..., None]
-    v = p0 * qv + q0 * pv + _cross(pv, qv)
+    s = p0 * q0 - dot(pv, qv)[..., None]
+    v = p0 * qv + q0 * pv + cross(pv, qv)
     return xp.concatenate([s, v], axis=-1)
 
 
@@ -201,7 +206,7 @@ def quat_conjugate(q):
 def quat_normalize(q):
     """``q / |q|``."""
     xp = array_module(q)
-    return q / xp.sqrt(_dot(q, q))[..., None]
+    return q / xp.sqrt(dot(q, q))[..., None]
 
 
 def quat_canonical(q):
@@ -228,14 +233,14 @@ def quat_rotate(q, v):
     """``R(q) v`` for a unit quaternion, without forming the matrix."""
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * _cross(u, v)
-    return v + w * t + _cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def quat_from_rotvec(theta):
     """Exponential map: ``q = (cos(|θ|/2), sin(|θ|/2) θ/|θ|)``; exact as ``θ → 0``."""
     xp = array_module(theta)
-    angle = xp.sqrt(_dot(theta, theta))
+    angle = xp.sqrt(dot(theta, theta))
     half = 0.5 * angle
     # sin(|θ|/2)/|θ| = ½ sinc(|θ|/(2π)) with NumPy's normalised sinc, exact at 0.
     k = 0.5 * xp.sinc(half / np.pi)
@@ -250,7 +255,7 @@ def quat_to_rotvec(q):
     """
     xp = array_module(q)
     q = quat_canonical(q)
-    n = xp.sqrt(_dot(q[..., 1:], q[..., 1:]))
+    n = xp.sqrt(dot(q[..., 1:], q[..., 1:]))
     safe = xp.where(n > 0, n, 1.0)
     q0 = q[..., 0]
     factor = xp.where(n > 0, 2.0 * xp.arctan2(n, q0) / safe, 2.0 / xp.where(q0 != 0, q0, 1.0))
@@ -261,7 +266,7 @@ def quat_angle_between(p, q):
     """Angle in ``[0, π]`` of the rotation ``R(p)ᵀ R(q)``, by ``atan2`` (no ``arccos``)."""
     xp = array_module(p, q)
     r = quat_multiply(quat_conjugate(p), q)
-    n = xp.sqrt(_dot(r[..., 1:], r[..., 1:]))
+    n = xp.sqrt(dot(r[..., 1:], r[..., 1:]))
     return 2.0 * xp.arctan2(n, xp.abs(r[..., 0]))
 
 
@@ -294,7 +299,7 @@ def quat_from_matrix(R):
 def so3_exp(theta):
     """``exp(S(θ))`` by the Euler-Rodrigues formula, exact as ``θ → 0``."""
     xp = array_module(theta)
-    angle = xp.sqrt(_dot(theta, theta))
+    angle = xp.sqrt(dot(theta, theta))
     a = xp.sinc(angle / np.pi)  # sin x / x
     b = 0.5 * xp.sinc(angle / (2 * np.pi)) ** 2  # (1 - cos x)/x²
     S = skew(theta)
@@ -379,7 +384,7 @@ def _coefficients(theta, *names):
     """``θ = |theta|`` and the coefficients ``names`` (each (...,)) of the rotation vectors
     ``theta`` (..., 3): Taylor series below 0.5 rad, closed form above."""
     xp = array_module(theta)
-    t2 = _dot(theta, theta)
+    t2 = dot(theta, theta)
     t = xp.sqrt(t2)
     small = t < _SERIES_THRESHOLD
     ts = xp.where(small, 1.0, t)
@@ -403,7 +408,7 @@ def _cross_many(pairs):
     xp = array_module(pairs[0][0])
     a = xp.stack(xp.broadcast_arrays(*[p[0] for p in pairs]), axis=-2)
     b = xp.stack(xp.broadcast_arrays(*[p[1] for p in pairs]), axis=-2)
-    c = _cross(a, b)
+    c = cross(a, b)
     return [c[..., i, :] for i in range(len(pairs))]
 
 
@@ -493,8 +498,8 @@ def se3_exp_parts(n):
     nT, nR = n[..., :3], n[..., 3:]
     t, (b,) = _coefficients(nR, "b")
     a = _coef_a(t)
-    c = _cross(nR, nT)
-    x = nT + a[..., None] * c + b[..., None] * _cross(nR, c)
+    c = cross(nR, nT)
+    x = nT + a[..., None] * c + b[..., None] * cross(nR, c)
     return so3_exp(nR), x
 
 
@@ -517,7 +522,7 @@ def se3_tangent(n):
     SR2 = SR @ SR
     e = lambda c: c[..., None, None]  # noqa: E731
     TR = xp.eye(3, dtype=n.dtype) - e(a) * SR + e(b) * SR2
-    p = _dot(nR, nT)
+    p = dot(nR, nT)
     TTR = -e(a) * ST + e(b) * (ST @ SR + SR @ ST) + e(p) * (-e(da) * SR + e(db) * SR2)
     Z = xp.zeros_like(TR)
     return xp.concatenate([xp.concatenate([TR, TTR], axis=-1), xp.concatenate([Z, TR], axis=-1)], axis=-2)
@@ -539,7 +544,7 @@ def se3_tangent_inv(n):
     xp = array_module(n)
     nT, nR = n[..., :3], n[..., 3:]
     _, (k1, dk1) = _coefficients(nR, "k1", "dk1")
-    k2 = _dot(nR, nT) * dk1
+    k2 = dot(nR, nT) * dk1
     SR, ST = skew(nR), skew(nT)
     SR2 = SR @ SR
     e = lambda c: c[..., None, None]  # noqa: E731
@@ -565,7 +570,7 @@ def se3_tangent_inv_apply(n, v):
     U, Om = v[..., :3], v[..., 3:]
     _, (k1, dk1) = _coefficients(nR, "k1", "dk1")
     k1 = k1[..., None]
-    k2 = (_dot(nR, nT) * dk1)[..., None]
+    k2 = (dot(nR, nT) * dk1)[..., None]
     rO, rU, tO = _cross_many([(nR, Om), (nR, U), (nT, Om)])
     rrO, rrU, trO, rtO = _cross_many([(nR, rO), (nR, rU), (nT, rO), (nR, tO)])
     dR = Om + 0.5 * rO + k1 * rrO

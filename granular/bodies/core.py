@@ -37,11 +37,11 @@ import dataclasses
 import functools
 import importlib
 import math
-import operator
 
 import numpy as np
 
 from ..backend import resolve_backend
+from ..checks import check_step, count
 from ..integrators import IntegrationError, NonFiniteError
 
 __all__ = [
@@ -145,32 +145,6 @@ def _field_names(cls) -> tuple:
 
 
 # ---------------------------------------------------------------------------- checks
-
-
-def check_step(h) -> float:
-    """``h`` as a float; ``ValueError`` unless it is a finite number > 0."""
-    if isinstance(h, bool):
-        raise ValueError(f"h: the time step must be a number, got {h!r}")
-    try:
-        hf = float(h)
-    except (TypeError, ValueError):
-        raise ValueError(f"h: the time step must be a number, got {h!r}") from None
-    if not (math.isfinite(hf) and hf > 0.0):
-        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
-    return hf
-
-
-def count(k, name, low) -> int:
-    """``k`` as an int >= ``low``; ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(k, bool):
-        raise ValueError(f"{name} must be an int >= {low}, got {k!r}")
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise ValueError(f"{name} must be an int >= {low}, got {k!r}") from None
-    if k < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {k!r}")
-    return k
 
 
 _KERNEL_MODULES = {"cpu": "kernels.bodies_cpu", "gpu": "kernels.bodies_cuda"}

@@ -125,24 +125,6 @@ def inertia_from_euler(euler):
 # ------------------------------------------------------------ kinematics and invariants
 
 
-def _dot(a, b):
-    return (a * b).sum(axis=-1)
-
-
-def _cross(a, b):
-    """``a × b`` over the last axis, broadcasting the leading ones (NumPy or CuPy)."""
-    xp = rot.array_module(a, b)
-    a, b = xp.broadcast_arrays(a, b)
-    return xp.stack(
-        [
-            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ],
-        axis=-1,
-    )
-
-
 def constraints(d):
     """``h(q)`` (63), completed by the normalities (see module docstring).
 
@@ -151,7 +133,7 @@ def constraints(d):
     xp = rot.array_module(d)
     cols = []
     for i, j in CONSTRAINT_PAIRS:
-        c = _dot(d[:, i], d[:, j])
+        c = rot.dot(d[:, i], d[:, j])
         cols.append(0.5 * (c - 1.0) if i == j else c)
     return xp.stack(cols, axis=-1)
 
@@ -165,7 +147,7 @@ def hidden_constraints(d, v):
     xp = rot.array_module(d, v)
     cols = []
     for i, j in CONSTRAINT_PAIRS:
-        c = _dot(d[:, i], v[:, i]) if i == j else _dot(d[:, i], v[:, j]) + _dot(d[:, j], v[:, i])
+        c = rot.dot(d[:, i], v[:, i]) if i == j else rot.dot(d[:, i], v[:, j]) + rot.dot(d[:, j], v[:, i])
         cols.append(c)
     return xp.stack(cols, axis=-1)
 
@@ -185,7 +167,7 @@ def directors_from_quaternion(q):
 
 def director_velocities(d, omega):
     """``ḋ_i = ω × d_i`` (57). d: (N, 3, 3) [1]; omega: (N, 3) spatial [rad/s] → (N, 3, 3) [1/s]."""
-    return _cross(omega[:, None, :], d)
+    return rot.cross(omega[:, None, :], d)
 
 
 def angular_velocity(d, v):
@@ -193,7 +175,7 @@ def angular_velocity(d, v):
 
     d: (N, 3, 3) [1]; v: (N, 3, 3) [1/s] → (N, 3) [rad/s].
     """
-    return 0.5 * _cross(d, v).sum(axis=1)
+    return 0.5 * rot.cross(d, v).sum(axis=1)
 
 
 def generalized_momenta(euler, v):
@@ -208,7 +190,7 @@ def kinetic_energy(euler, v):
 
 def spatial_angular_momentum(euler, d, v):
     """``π = Σ_i d_i × π^i`` (cf. (109)). → (N, 3) float64 [kg m²/s]."""
-    return _cross(d, euler @ v).sum(axis=1)
+    return rot.cross(d, euler @ v).sum(axis=1)
 
 
 def material_angular_momentum(euler, d, v):
@@ -437,7 +419,7 @@ class DirectorScheme(Scheme):
         if not bool((res <= tol).all()):
             b = int(xp.nonzero(res > tol)[0][0])
             raise ValueError(f"directors: body {b} violates orthonormality (63) by {float(res[b]):.3e} > tol {tol:g}")
-        hand = _dot(_cross(d[:, 0], d[:, 1]), d[:, 2])
+        hand = rot.dot(rot.cross(d[:, 0], d[:, 1]), d[:, 2])
         if not bool((hand > 0.0).all()):
             b = int(xp.nonzero(hand <= 0.0)[0][0])
             raise ValueError(f"directors: body {b} is left-handed (d3 = -d1 x d2); need d3 = d1 x d2")

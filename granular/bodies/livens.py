@@ -71,7 +71,7 @@ import numpy as np
 from ..backend import resolve_backend
 from ..rotations import array_module
 from . import newton
-from .core import BodyState, Scheme, count
+from .core import BodyState, Scheme, check_step, count
 
 __all__ = [
     "GONZALEZ_CUTOFF",
@@ -93,16 +93,6 @@ GONZALEZ_CUTOFF = float(np.finfo(np.float64).eps) ** (1.0 / 3.0)
 
 
 # ------------------------------------------------------------------------- helpers
-
-
-def check_step(h) -> float:
-    """``h`` as a float; ``ValueError`` unless it is a finite number > 0."""
-    if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
-        raise ValueError(f"h: the time step must be a number, got {h!r}")
-    h = float(h)
-    if not (np.isfinite(h) and h > 0.0):
-        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
-    return h
 
 
 def as_rows(xp, a, n, name, shape=()):

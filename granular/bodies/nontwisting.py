@@ -63,7 +63,8 @@ Notes on the paper (our reading, checked numerically by ``tests/test_nontwisting
 
 from __future__ import annotations
 
-from .directors import DirectorEM, _dot
+from .. import rotations as rot
+from .directors import DirectorEM
 
 __all__ = ["CASES", "NonTwistingEM", "nonholonomic_momenta", "ramp", "twist_rate"]
 
@@ -90,7 +91,7 @@ def twist_rate(d, v, a=0.0):
 
     d: (N, 3, 3) directors [1]; v: (N, 3, 3) director velocities [1/s]. → (N,) [1/s].
     """
-    return (1.0 - a) * _dot(v[:, 0], d[:, 1]) - a * _dot(v[:, 1], d[:, 0])
+    return (1.0 - a) * rot.dot(v[:, 0], d[:, 1]) - a * rot.dot(v[:, 1], d[:, 0])
 
 
 def nonholonomic_momenta(euler, d, v):
@@ -101,9 +102,9 @@ def nonholonomic_momenta(euler, d, v):
     """
     p = euler @ v
     return (
-        _dot(d[:, 2], p[:, 1]) - _dot(d[:, 1], p[:, 2]),
-        _dot(d[:, 0], p[:, 2]) - _dot(d[:, 2], p[:, 0]),
-        _dot(d[:, 1], p[:, 0]) - _dot(d[:, 0], p[:, 1]),
+        rot.dot(d[:, 2], p[:, 1]) - rot.dot(d[:, 1], p[:, 2]),
+        rot.dot(d[:, 0], p[:, 2]) - rot.dot(d[:, 2], p[:, 0]),
+        rot.dot(d[:, 1], p[:, 0]) - rot.dot(d[:, 0], p[:, 1]),
     )
 
 
@@ -207,7 +208,7 @@ def _check_material_width(c):
 
 
 def _check_no_twist(xp, d, omega, tol):
-    tw = abs(_dot(omega, d[:, 2]))
+    tw = abs(rot.dot(omega, d[:, 2]))
     lim = tol * (1.0 + (omega * omega).sum(axis=-1) ** 0.5)
     bad = tw > lim
     if bool(bad.any()):

@@ -76,7 +76,6 @@ __all__ = [
 OMEGA, GAMMA, QUAT, POSITION = slice(0, 3), slice(3, 6), slice(6, 10), slice(10, 13)
 WORK_ACTUATION, WORK_EXTERNAL = 13, 14
 COLUMNS = ("Omega",) * 3 + ("Gamma",) * 3 + ("q",) * 4 + ("position",) * 3 + ("work_actuation", "work_external")
-_cross = rot._cross
 
 
 def check_inertia(inertia):
@@ -360,12 +359,12 @@ class RollingBall:
         m = self.m_all[:, :, None]  # (B, K+1, 1)
         s = r[:, :, None] * Gam[:, None, :] + chi  # (N, K+1, 3)
         Ob = Om[:, None, :]
-        inner = self.gravity * Gam[:, None, :] + _cross(Ob, _cross(Ob, chi) + 2.0 * dchi) + ddchi
+        inner = self.gravity * Gam[:, None, :] + rot.cross(Ob, rot.cross(Ob, chi) + 2.0 * dchi) + ddchi
         IOm = self._I_times(Om)
-        rhs = _cross(IOm, Om) - (m * _cross(s, inner)).sum(axis=1)
+        rhs = rot.cross(IOm, Om) - (m * rot.cross(s, inner)).sum(axis=1)
         Gt = self._force_body(t, qn)
         if Gt is not None:
-            rhs = rhs - r * _cross(Gt, Gam)
+            rhs = rhs - r * rot.cross(Gt, Gam)
         ms = m * s
         def msum(a, b):  # Σ_i m_i s_ia s_ib, (N,)
             return (ms[..., a] * s[..., b]).sum(axis=1)
@@ -394,9 +393,9 @@ class RollingBall:
         om = rot.quat_rotate(qn, Om)  # ω = Λ Ω
         zdot = r * xp.stack([om[:, 1], -om[:, 0], xp.zeros_like(om[:, 0])], axis=1)  # r ω × e3
         qdot = 0.5 * rot.quat_multiply(q, xp.concatenate([xp.zeros_like(Om[:, :1]), Om], axis=1))
-        cols = [T["Omdot"], _cross(Gam, Om), qdot, zdot]
+        cols = [T["Omdot"], rot.cross(Gam, Om), qdot, zdot]
         if y.shape[1] == 15:
-            p_ext = xp.zeros_like(r[:, 0]) if T["Gt"] is None else (T["Gt"] * (r * _cross(Om, Gam))).sum(axis=1)
+            p_ext = xp.zeros_like(r[:, 0]) if T["Gt"] is None else (T["Gt"] * (r * rot.cross(Om, Gam))).sum(axis=1)
             cols += [self._power(T)[:, None], xp.broadcast_to(p_ext, (self.n,))[:, None]]
         return xp.concatenate(cols, axis=1)
 
@@ -416,9 +415,9 @@ class RollingBall:
         """Spatial acceleration of the shell's centre of mass and of each mass, body
         components ``A_i = u̇_i + Ω × u_i`` with ``u_i = Ω × s_i + χ̇_i`` (N, K+1, 3)."""
         Ob, s, dchi = T["Om"][:, None, :], T["s"], T["dchi"]
-        u = _cross(Ob, s) + dchi
-        sdot = T["r"][:, :, None] * _cross(T["Gam"], T["Om"])[:, None, :] + dchi
-        return _cross(T["Omdot"][:, None, :], s) + _cross(Ob, sdot) + T["ddchi"] + _cross(Ob, u)
+        u = rot.cross(Ob, s) + dchi
+        sdot = T["r"][:, :, None] * rot.cross(T["Gam"], T["Om"])[:, None, :] + dchi
+        return rot.cross(T["Omdot"][:, None, :], s) + rot.cross(Ob, sdot) + T["ddchi"] + rot.cross(Ob, u)
 
     def _rail_forces(self, T):
         A = self._accelerations(T)[:, 1:]
@@ -456,7 +455,7 @@ class RollingBall:
         r = self.radius[:, None]
         m = self.m_all
         s = r[:, :, None] * Gam[:, None, :] + chi
-        u = _cross(Om[:, None, :], s) + dchi
+        u = rot.cross(Om[:, None, :], s) + dchi
         kin = 0.5 * (Om * self._I_times(Om)).sum(axis=1) + 0.5 * (m * (u * u).sum(axis=-1)).sum(axis=1)
         pot = self.gravity * (m * (r + (chi * Gam[:, None, :]).sum(axis=-1))).sum(axis=1)
         return xp.asarray(kin + pot)

@@ -55,7 +55,7 @@ def frame_arrays(model, state):
     zdot = model.rhs(t, y[:, :13])[:, POSITION]
     chi, dchi, _, _ = model._points(t)
     rel = rot.quat_rotate(qn[:, None, :], chi)
-    vel = zdot[:, None, :] + rot._cross(omega[:, None, :], rel) + rot.quat_rotate(qn[:, None, :], dchi)
+    vel = zdot[:, None, :] + rot.cross(omega[:, None, :], rel) + rot.quat_rotate(qn[:, None, :], dchi)
     centre = y[:, None, POSITION]
     P = K + 2
     points = be.to_host(xp.concatenate([centre, pts_body], axis=1)).reshape(n * P, 3)

@@ -115,7 +115,7 @@ class RollingBallSystem(BodySystem):
         chi, dchi, _, _ = model._points(t)
         rel = rot.quat_rotate(qn[:, None, :], chi)
         x = y[:, None, 10:13] + rel
-        u = zdot[:, None, :] + rot._cross(om[:, None, :], rel) + rot.quat_rotate(qn[:, None, :], dchi)
+        u = zdot[:, None, :] + rot.cross(om[:, None, :], rel) + rot.quat_rotate(qn[:, None, :], dchi)
         m = model.m_all
         IOm = (model.inertia * Om[:, None, :]).sum(axis=-1)
         rot_e = 0.5 * (Om * IOm).sum(axis=1)

@@ -326,7 +326,7 @@ def linear_momentum(bodies, state):
 def angular_momentum(bodies, state):
     """Spatial angular momentum about the origin, ``x × m R Ū + R J̄ Ω̄`` [M L²/T], (N, 3)."""
     _, Om = state.velocities(bodies)
-    return rot._cross(state.x, linear_momentum(bodies, state)) + _mv(state.R, _mv(bodies.J, Om))
+    return rot.cross(state.x, linear_momentum(bodies, state)) + _mv(state.R, _mv(bodies.J, Om))
 
 
 # ------------------------------------------------------------------------ loads

@@ -184,7 +184,7 @@ def projection_matrix(b, y):
     ``b``: (..., 6, 3) directions [-]; ``y``: (..., 6, 3) points [L]. Returns (..., 6, 6).
     """
     xp = array_module(b, y)
-    return xp.concatenate([b, rot._cross(y, b)], axis=-1)
+    return xp.concatenate([b, rot.cross(y, b)], axis=-1)
 
 
 def invert_projection(D):
@@ -242,7 +242,7 @@ def interpolation_matrix(y, D_inv):
 def point_velocity(y, D_inv, w):
     """(26): body-frame velocity ``v̄(ȳ) = N̄(ȳ) w̄`` [L/T] of the body point ``y`` (..., 3) [L]."""
     U, Om = velocities_from_w(D_inv, w)
-    return U + rot._cross(Om, y)
+    return U + rot.cross(Om, y)
 
 
 def omega_matrix(w, D_inv):
@@ -303,7 +303,7 @@ def gamma_times_w(w, mass, J, D_inv):
     """
     xp = array_module(w, mass, J, D_inv)
     U, Om = velocities_from_w(D_inv, w)
-    g = xp.concatenate([mass[..., None] * rot._cross(Om, U), rot._cross(Om, _mv(J, Om))], axis=-1)
+    g = xp.concatenate([mass[..., None] * rot.cross(Om, U), rot.cross(Om, _mv(J, Om))], axis=-1)
     return _tmv(D_inv, g)
 
 
@@ -350,7 +350,7 @@ def inverse_tangent_w_closed_form(n, D_inv):
     nR = n[..., 3:]
     _, (k1, dk1) = rot._coefficients(nR, "k1", "dk1")
     k1 = k1[..., None, None]
-    k2 = (rot._dot(nR, n[..., :3]) * dk1)[..., None, None]
+    k2 = (rot.dot(nR, n[..., :3]) * dk1)[..., None, None]
     eye = xp.eye(3)
     K = _block_diag(k1 * eye, k1 * eye)
     K = K + xp.concatenate(

@@ -32,9 +32,10 @@ import numbers
 
 import numpy as np
 
+from ..checks import check_step
 from ..errors import IntegrationError, NonFiniteError, StepSizeError
 from .engine import MAX_BLOCK, ParticleEngine
-from .schemes import EQUATION, SCHEMES, check_step_size, rotation_measure, scheme_name
+from .schemes import EQUATION, SCHEMES, rotation_measure, scheme_name
 
 __all__ = ["ExplicitIntegrator", "IntegrationError", "NonFiniteError", "StepSizeError", "SCHEMES", "scheme_name"]
 
@@ -85,13 +86,13 @@ class ExplicitIntegrator:
 
     def step(self, model, state, h) -> None:
         """Advance ``state`` by one step of size ``h`` (see the module docstring)."""
-        hh = model.dtype.type(check_step_size(h))
+        hh = model.dtype.type(check_step(h))
         self.engine(model, state).step(self.code, hh)
 
     def advance(self, model, state, h, steps) -> None:
         """Advance ``state`` by ``steps`` steps of size ``h``, in device-resident blocks;
         the same trajectory and errors as ``steps`` calls of :meth:`step`."""
-        hh = model.dtype.type(check_step_size(h))
+        hh = model.dtype.type(check_step(h))
         n = _check_steps(steps)
         if n:
             self.engine(model, state).advance(self.code, hh, n)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from kernels import laws
@@ -26,16 +23,6 @@ def scheme_name(name: str) -> str:
         allowed = sorted(SCHEMES) + sorted(ALIASES)
         raise ValueError(f"scheme: unknown explicit map {name!r}; allowed: {allowed}")
     return key
-
-
-def check_step_size(h) -> float:
-    """``h`` as a float, or a ``ValueError`` unless it is a finite number > 0."""
-    if isinstance(h, (bool, np.bool_)) or not isinstance(h, numbers.Real):
-        raise ValueError(f"h: the time step must be a number, got {h!r}")
-    hf = float(h)
-    if not (math.isfinite(hf) and hf > 0.0):
-        raise ValueError(f"h: the time step must be finite and > 0, got {h!r}")
-    return hf
 
 
 def rotation_measure(model, state, scheme: str, h: float) -> np.ndarray:

@@ -16,8 +16,6 @@ from granular.bodies.directors import (
     CONSTRAINT_PAIRS,
     DirectorState,
     ExternalMoment,
-    _cross,
-    _dot,
     _moment,
     constraints,
     director_velocities,
@@ -34,7 +32,8 @@ from granular.bodies.nontwisting import (
     nonholonomic_momenta,
     twist_rate,
 )
-
+from granular.rotations import cross as _cross
+from granular.rotations import dot as _dot
 
 # ------------------------------------------------------------------ common base class
 

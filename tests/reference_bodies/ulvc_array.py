@@ -141,13 +141,13 @@ class NewtonEulerRK4(_RK4Base):
 
     def _rates(self, bodies, t, R, x, v, Om):
         xp = bodies.xp
-        torque = -rot._cross(Om, _mv(bodies.J, Om))
+        torque = -rot.cross(Om, _mv(bodies.J, Om))
         acc = xp.zeros_like(v)
         if self.loads is not None:
             points, f, tau = self.loads.body_forces(t, R, x)
             if f is not None:
                 acc = _mv(R, f.sum(axis=-2)) / bodies.mass[:, None]
-                torque = torque + rot._cross(xp.broadcast_to(points, f.shape), f).sum(axis=-2)
+                torque = torque + rot.cross(xp.broadcast_to(points, f.shape), f).sum(axis=-2)
             if tau is not None:
                 torque = torque + tau
         return acc, _mv(bodies.J_inv, torque)
