@@ -5,13 +5,29 @@ and bodies it calls from other modules, so an edit to :mod:`kernels.laws` would 
 stale compiled loop in place. The CPU kernels are therefore cached under a directory
 named after a hash of every ``kernels/*.py`` file and the Numba version: any edit gives a
 fresh directory. ``GRANULAR_KERNEL_CACHE`` overrides the base directory.
+
+Numba's cache is not safe for processes that compile the same function at once (test
+workers, Dask workers, two runs started together). Each picks the next free data file for
+its signature from the index it read, and both can pick the same one. The last index
+written and the last data file written may then belong to different signatures, and the
+next process to load that entry runs machine code compiled for other argument types
+(seen as a segmentation fault in the neighbour build). :func:`_serialize_cache_writes`
+puts a file lock around every cache save and load. A save reads the index again under the
+lock and writes the data file before the index that names it.
 """
 
+import functools
 import hashlib
 import os
 import tempfile
 
 import numba
+from numba.core import caching
+
+try:
+    import fcntl
+except ImportError:  # no POSIX file locks (Windows): Numba's behaviour is left as it is
+    fcntl = None
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,3 +74,47 @@ class keyed_cache:
     def __exit__(self, *exc):
         numba.config.CACHE_DIR = self._saved
         return False
+
+
+def _locked(method):
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            lock = open(self._index_path + ".lock", "a+b")  # noqa: SIM115
+        except OSError:  # a read-only cache: nobody writes it, nothing to serialize
+            return method(self, *args, **kwargs)
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    return run
+
+
+def _save_data_first(self, key, data):
+    """``IndexDataCacheFile.save``, writing the data file before the index entry."""
+    overloads = self._load_index()
+    data_name = overloads.get(key)
+    if data_name is None:
+        existing = set(overloads.values())
+        number = 1
+        while self._data_name(number) in existing:
+            number += 1
+        data_name = self._data_name(number)
+    self._save_data(data_name, data)
+    overloads[key] = data_name
+    self._save_index(overloads)
+
+
+def _serialize_cache_writes():
+    cls = caching.IndexDataCacheFile
+    if fcntl is None or getattr(cls, "_granular_locked", False):
+        return
+    cls.save = _locked(_save_data_first)
+    cls.load = _locked(cls.load)
+    cls._granular_locked = True
+
+
+_serialize_cache_writes()

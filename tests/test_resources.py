@@ -10,7 +10,6 @@ import time
 import numpy as np
 import pytest
 
-import granular.scene
 from granular import cli, resources
 from granular.resources import ResourceError, bytes_per_item, check_memory, memory_needed
 
@@ -86,7 +85,7 @@ def test_memory_error_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     def no_memory(*a, **k):
         raise MemoryError("Unable to allocate 89.4 GiB for an array with shape (64000000, 3, 3)")
 
-    monkeypatch.setattr(granular.scene, "build_model", no_memory)
+    monkeypatch.setattr(cli, "build_model", no_memory)  # the name the command line calls
     assert cli.main(["run", BLOCK, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("granular run: error: out of memory (MemoryError: Unable to allocate 89.4 GiB")
