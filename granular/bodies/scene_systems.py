@@ -1,33 +1,10 @@
-"""Batched body systems built from a ``[bodies]`` table, behind one small interface.
+"""Scene adapters of the director schemes (paper 000) and unified local velocity
+coordinates (paper 001), and :func:`build_system`, which picks the adapter for a
+``[bodies]`` table.
 
-Each adapter wraps one scheme of :mod:`granular.bodies` (the model, its state and its
-stepping) and gives :mod:`granular.bodies.scenes` what the output directory needs:
-
-``scheme``, ``state``
-    the :class:`~granular.bodies.core.Scheme` (looked up in the registry
-    :data:`granular.bodies.core.REGISTRY` by ``"<scheme> <variant>"``) and its state.
-``step(h)``, ``advance(h, k)``
-    one step, or ``k`` steps in blocks, of size ``h`` for every body (raises the scheme's
-    error on failure, leaving the state at the last good step).
-``time``, ``step_count``
-    the clock [T] and the number of steps taken.
-``frame()``
-    ``(points (N, 3), point_data)`` host arrays: one vertex per body at its centre of mass
-    (pure rotations are shown at ``offsets``, spaced along x) with ``id``, ``radius``
-    (display size), ``mass``, ``inertia`` (the six components xx, yy, zz, xy, yz, xz of the
-    spatial tensor ``R J Rᵀ``), ``velocity``, ``angular_velocity`` (spatial), ``d1``,
-    ``d2``, ``d3`` (the columns of R) and ``kinetic_energy``.
-``series()``
-    one ``series.csv`` row without ``time`` and ``step``: energies summed over the bodies,
-    momenta, the scheme's invariants (maxima over the bodies for residuals) and, for fewer
-    than :data:`SMALL_BATCH` bodies, each body's state and invariants (``b<i>_...``).
-``state_arrays()``, ``restore(arrays)``
-    the changing arrays (host) for a checkpoint, and back (the state's arrays, for every
-    scheme alike).
-
-The interface is :class:`granular.bodies.scene_base.BodySystem`. This module holds the
-adapters of the director schemes (paper 000) and unified local velocity coordinates
-(paper 001) and :func:`build_system`; :mod:`granular.bodies.scene_more` holds those of
+The interface the adapters share (``scheme``, ``state``, ``step``, ``advance``, ``time``,
+``step_count``, ``frame``, ``series``, ``state_arrays``, ``restore``) is described in
+:mod:`granular.bodies.scene_base`; :mod:`granular.bodies.scene_more` holds the adapters of
 the Livens quaternion schemes (paper 002) and the rolling ball (paper 004).
 """
 
