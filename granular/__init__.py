@@ -15,13 +15,15 @@ Quick start::
     print(gr.diagnostics.energies(model, state))
 """
 
-from . import diagnostics, rotations, shapes
+from . import _compat, diagnostics, rotations, shapes
 from .backend import Backend, BackendError, get_backend
 from .integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .model import Model, ModelBuilder
 from .state import State
 
 __version__ = "0.1.0"
+
+_compat.install()  # old module paths (moved in 0.2) keep working, with a DeprecationWarning
 
 __all__ = [
     "Backend",

@@ -23,16 +23,11 @@ import sys
 from .backend import BackendError, cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 from .benchmark import build_parser as bench_parser
 from .benchmark import run_bench
-from .bodies.scenes import run_bodies
 from .ensemble import main as ensemble_main
-from .integrators import IntegrationError
-from .io import load_checkpoint
-from .outdir import clear, plan_out_dir, scene_differences
+from .errors import IntegrationError
 from .provenance import versions
-from .resources import check_writable
-from .scene import SceneError, build_model, load_scene
-from .simulation import LONG_RUN_STEPS, Simulation, long_run_refused, restore_state
-from .stability import estimate_stable_step
+from .run.command import cmd_run
+from .run.progress import LONG_RUN_STEPS
 from .validation import STUDIES, get_study
 
 
@@ -110,120 +105,6 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
-
-
-def total_steps(args, run) -> int:
-    """Steps of the whole run (from step 0): ``--steps``, ``--time``, or the scene's ``[run]``."""
-    if getattr(args, "steps", None) is not None:
-        return args.steps
-    if getattr(args, "time", None) is not None:
-        return int(round(args.time / run.dt))
-    if run.steps is not None:
-        return run.steps
-    return int(round(run.duration / run.dt))
-
-
-def _resume_problem(meta, scene_dict, path, total) -> str | None:
-    """Why the checkpoint ``meta`` cannot continue this scene to ``total`` steps."""
-    if meta.get("scene") != scene_dict:
-        diffs = scene_differences(meta.get("scene") or {}, scene_dict)
-        return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)
-                + ". Resume with the scene that wrote it, or start a new run")  # fmt: skip
-    step, t = int(meta.get("step", 0)), float(meta.get("time", 0.0))
-    if total < step:
-        return (f"the checkpoint is at step {step} (t = {t:.6g}); the requested end, step {total} "
-                f"(t = {total * float(meta.get('dt', 0.0)):.6g}), is before it. Give a later --time or more --steps")  # fmt: skip
-    return None
-
-
-def _resume_dir_problem(out) -> str | None:
-    missing = [n for n in ("frames.pvd", "series.csv") if not os.path.isfile(os.path.join(out, n))]
-    if missing:
-        return (f"{out} holds no run to continue (no {' or '.join(missing)}); a resumed run writes into the run "
-                "directory of its checkpoint: leave out --out, or give that directory")  # fmt: skip
-    return None
-
-
-def cmd_run(args) -> int:
-    def refuse(text) -> int:
-        print(f"granular run: {text}", file=sys.stderr)
-        return 2
-
-    try:
-        scene = load_scene(args.scene)
-    except SceneError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    if args.resume is not None and args.overwrite:
-        return refuse("--resume continues the run in its directory and --overwrite replaces a run; give one of them")
-    if scene.bodies is not None:
-
-        return run_bodies(scene, args)
-    total = total_steps(args, scene.run)
-    if total < 1:
-        return refuse(f"the run is shorter than one step (dt = {scene.run.dt})")
-    why = long_run_refused(total, scene.run.dt, args)
-    if why:
-        return refuse(why)
-    scene_dict = scene.model_dump(mode="json")
-    resumed = args.resume is not None
-    to_clear, meta = [], {}
-    if resumed:
-        arrays, meta = load_checkpoint(args.resume)
-        why = _resume_problem(meta, scene_dict, args.resume, total)
-        if why:
-            return refuse(f"--resume: {why}")
-        out = args.out or os.path.dirname(os.path.dirname(os.path.abspath(args.resume)))
-        if total == int(meta.get("step", 0)):
-            if not args.quiet:
-                print(f"granular run: the checkpoint is already at step {total} (t = {meta.get('time'):.6g}), the end "
-                      f"of the run; nothing to do (give a later --time or more --steps to go on)", file=sys.stderr)  # fmt: skip
-            return 0
-        why = _resume_dir_problem(out)
-        if why:
-            return refuse(f"--resume: {why}")
-    else:
-        out = args.out or os.path.join("out", scene.name)
-        to_clear = plan_out_dir(out, overwrite=args.overwrite)
-    check_writable(out)
-    try:
-        model, run = build_model(scene, backend=args.backend, source=args.scene, precision=args.precision)
-    except SceneError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    state = model.state()
-    estimate = estimate_stable_step(model, state, run.integrator)
-    if run.dt > estimate.h_max and not (run.allow_unstable_step or args.allow_unstable_step):
-        return refuse(f"run.dt = {run.dt:g} is above the stable-step estimate {estimate.describe()}. The explicit "
-                      f"maps are stable for h ω < 2 only: reduce run.dt (below {estimate.h_max:.3g}), or give "
-                      "--allow-unstable-step (or [run] allow_unstable_step = true) to run it anyway")  # fmt: skip
-    if resumed:
-        if meta.get("backend") != model.backend.name:
-            return refuse(f"--resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
-                          f"{model.backend.name!r} (bit-for-bit restarts need the same backend)")  # fmt: skip
-        restore_state(model, state, arrays)
-    sim = Simulation(model, run, out, scene_dict, quiet=args.quiet, log_json=args.log_json, stable_step=estimate,
-                     graphs=run.graphs and not args.eager)  # fmt: skip
-    sim.preflight(total, state.step)
-    clear(to_clear)
-    if not args.quiet and not args.log_json:
-        unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""
-        print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds on {model.backend.name}; "
-              f"steps {state.step} to {total} of dt = {run.dt:g} (t = {total * run.dt:.6g}); stable-step estimate "
-              f"{estimate.describe()}{unstable}", file=sys.stderr)  # fmt: skip
-    ckpt = os.path.join(out, "checkpoints", "checkpoint.npz")
-    try:
-        info = sim.execute(state, total, resumed=resumed, health_start=meta.get("health"))
-    except IntegrationError as exc:
-        good = sim.info or {}
-        print(f"granular run: {exc}\n  the last good state (step {good.get('steps')}, t = {good.get('time', 0):.6g}, "
-              f"the last that passed the health check) is in {ckpt}", file=sys.stderr)  # fmt: skip
-        return 1
-    if not args.quiet and not args.log_json:
-        rate = info["steps_per_s"]
-        print(f"granular run: {scene.name}: {info['steps']} steps to t = {info['time']:.6g} on {info['backend']}"
-              f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}; output in {out}/ (open frames.pvd in ParaView)")  # fmt: skip
-    return 130 if info["interrupted"] else 0
 
 
 def cmd_bench(args) -> int:

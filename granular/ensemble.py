@@ -82,11 +82,12 @@ import numpy as np
 from .backend import get_backend
 from .bodies.scene_config import _COMMON_ARRAYS, ARRAY_KEYS, parse_bodies
 from .bodies.scene_systems import build_system
-from .bodies.scenes import run_bodies
 from .ensemble_store import open_store
 from .io._atomic import atomic_write, atomic_write_bytes
 from .provenance import versions
 from .rotations import quat_from_matrix
+from .run.command import run_scene
+from .run.runner import AtStep, Periodic, Runner
 from .scene import SceneError, load_scene
 
 __all__ = ["Distribution", "EnsembleSpecError", "main", "parse_vary", "run_ensemble", "sample", "write_outputs"]
@@ -381,6 +382,47 @@ def _conserved_L(cfg, m) -> np.ndarray:
     return keep
 
 
+class FlipWatch:
+    """A writer of every step (unchecked): the first time each body's largest body-frame
+    spin component changes sign (``flip``, linearly interpolated between the steps), the
+    component being ``axis``."""
+
+    checked = False
+    trigger = Periodic(1)
+
+    def __init__(self, system, mb):
+        xp = system.backend.xp
+        om0 = _omega_body(system)
+        self.axis = xp.argmax(xp.abs(om0), axis=1)
+        self.rows = xp.arange(mb)
+        self.sign0 = xp.sign(om0[self.rows, self.axis])
+        self.prev = om0[self.rows, self.axis]
+        self.flip = xp.full(mb, xp.nan)
+        self.t_prev = system.time
+
+    def write(self, runner, row):
+        system, xp = runner.system, runner.system.backend.xp
+        cur = _omega_body(system)[self.rows, self.axis]
+        new = xp.isnan(self.flip) & (xp.sign(cur) != self.sign0) & (self.sign0 != 0)
+        if bool(new.any()):
+            frac = self.prev / (self.prev - cur)
+            self.flip = xp.where(new, self.t_prev + frac * (system.time - self.t_prev), self.flip)
+        self.prev, self.t_prev = cur, system.time
+
+
+class Callback:
+    """A writer that calls ``fn(runner)`` when ``trigger`` (or every ``trigger`` steps) is due."""
+
+    checked = False
+
+    def __init__(self, trigger, fn):
+        self.trigger = Periodic(trigger) if isinstance(trigger, int) else trigger
+        self.fn = fn
+
+    def write(self, runner, row):
+        self.fn(runner)
+
+
 def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     """Build bodies ``start..stop-1`` as one batched system, run ``spec.steps`` steps of
     ``spec.dt`` and return the summary columns ``{name: (stop - start,) array}``.
@@ -394,35 +436,20 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     cfg = parse_bodies(table, f"{spec.source} (bodies {start}..{stop - 1})")
     backend = get_backend(spec.backend)
     system = build_system(cfg, backend)
-    xp, dt = backend.xp, spec.dt
+    dt = spec.dt
     mb = len(idx)  # bodies in the batch (m, or 2 for one body)
     E0, L0 = _invariants(system)
-    om0 = _omega_body(system)
-    axis = xp.argmax(xp.abs(om0), axis=1)
-    rows = xp.arange(mb)
-    sign0 = xp.sign(om0[rows, axis])
-    prev = om0[rows, axis]
-    flip = xp.full(mb, xp.nan)
-    kill_at = -1
+    watch = FlipWatch(system, mb)
+    writers = [watch]
+    if progress is not None:
+        writers.append(Callback(64, lambda runner: progress(runner.system.step_count)))
     if spec.kill_once_dir is not None:  # test hook: a worker dies mid-run, once per chunk
         marker = os.path.join(spec.kill_once_dir, f"chunk{start}")
         if not os.path.exists(marker):
             open(marker, "w").close()
-            kill_at = spec.steps // 2
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for k in range(spec.steps):
-            if k == kill_at:
-                os._exit(1)
-            if progress is not None and k % 64 == 0:
-                progress(k)
-            t_prev = system.time
-            system.step(dt)
-            cur = _omega_body(system)[rows, axis]
-            new = xp.isnan(flip) & (xp.sign(cur) != sign0) & (sign0 != 0)
-            if bool(new.any()):
-                frac = prev / (prev - cur)
-                flip = xp.where(new, t_prev + frac * (system.time - t_prev), flip)
-            prev = cur
+            writers.append(Callback(AtStep(spec.steps // 2), lambda runner: os._exit(1)))
+    Runner(system, dt, writers, handle_signals=False).run(spec.steps)
+    axis, flip = watch.axis, watch.flip
     backend.synchronize()
     E1, L1 = _invariants(system)
     points, data = system.frame()
@@ -806,7 +833,7 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
     opts = SimpleNamespace(scene=f"{args.scene} (subsample)", out=out_dir, backend=args.backend, precision=None,
                            time=None, steps=spec.steps, resume=None, quiet=True, log_json=False,
                            overwrite=True)  # fmt: skip
-    return run_bodies(sub, opts)
+    return run_scene(sub, opts)
 
 
 def main(argv=None) -> int:

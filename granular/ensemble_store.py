@@ -18,8 +18,8 @@ import shutil
 import numpy as np
 
 from .io._atomic import atomic_write, atomic_write_bytes, remove_temp_files
-from .outdir import ENSEMBLE_FILES, OutDirError, clear, plan_out_dir, scene_differences
 from .resources import check_disk, check_writable
+from .run.folder import ENSEMBLE_FILES, OutDirError, clear, plan_out_dir, scene_differences
 
 CHUNKS_DIR = "chunks"
 MANIFEST = "manifest.json"

@@ -26,6 +26,10 @@ class IntegrationError(RuntimeError):
         self.step, self.particle, self.value = step, particle, value
 
 
+class HealthError(IntegrationError):
+    """A health check failed; the state has been put back to the last one that passed."""
+
+
 class StepSizeError(IntegrationError, ValueError):
     """The step leaves the closed-form domain of the RRP map (incremental rotation >= π/2)."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from .integrators import IntegrationError
+from .errors import HealthError
 
 #: Default of ``[run] energy_tolerance``: allowed change of the total energy, relative to the energy scale.
 ENERGY_TOLERANCE = 0.2
@@ -36,10 +36,6 @@ ENERGY_TOLERANCE = 0.2
 SPEED_FACTOR = 10.0
 #: Largest rotation per step ``h |Ω|`` [rad].
 ROTATION_INCREMENT_MAX = 0.5
-
-
-class HealthError(IntegrationError):
-    """A health check failed; the state has been put back to the last one that passed."""
 
 
 def _energy(row) -> float:

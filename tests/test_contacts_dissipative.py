@@ -13,8 +13,8 @@ import pytest
 
 import granular as gr
 from granular.io import load_checkpoint, read_series, save_checkpoint
+from granular.particles.system import DISSIPATED, frame_data, restore_state, state_arrays
 from granular.scene import SceneError, build_model, parse_scene
-from granular.simulation import DISSIPATED, frame_data, restore_state, state_arrays
 from granular.validation import contacts as study
 from kernels import laws
 
@@ -275,7 +275,7 @@ def test_health_snapshot_restores_the_springs():
     the neighbour list with its springs: advancing from a restored snapshot repeats the
     same steps bit for bit."""
     from granular.health import Snapshot
-    from granular.simulation import STATE_ARRAYS
+    from granular.particles.system import STATE_ARRAYS
 
     model, _ = build_model(parse_scene(copy.deepcopy(SCENE)), backend="cpu")
     s = model.state()
@@ -445,7 +445,7 @@ def test_elastic_impact_is_hertz():
 
 
 def test_series_and_frames_carry_the_dissipation(tmp_path):
-    from granular.simulation import Simulation
+    from granular.run.simulation import Simulation
 
     scene = parse_scene(edit(("run", "steps"), 600))
     model, run = build_model(scene, backend="cpu")

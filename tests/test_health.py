@@ -15,8 +15,8 @@ from granular import diagnostics as diag
 from granular.health import HealthCheck, Snapshot
 from granular.io import load_checkpoint, read_series
 from granular.model import ModelBuilder
+from granular.particles.system import STATE_ARRAYS, restore_state, series_row
 from granular.scene import build_model, load_scene
-from granular.simulation import STATE_ARRAYS, restore_state, series_row
 
 
 def checkpoint_energy(scene_path, out):

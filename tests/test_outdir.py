@@ -13,7 +13,7 @@ from test_stability import TORUS, scene_with
 
 from granular import cli, resources
 from granular.io import load_checkpoint
-from granular.outdir import scene_differences
+from granular.run.folder import scene_differences
 
 
 def run(*args):
@@ -171,7 +171,7 @@ def test_body_scene_output_folder_and_resume(tmp_path, capsys):
     assert "holds a finished run (4 steps" in capsys.readouterr().err
     ckpt = out / "checkpoints" / "checkpoint.npz"
     assert run(scene, "--resume", ckpt, "--steps", "2") == 2
-    assert "the checkpoint is at step 4 (t = 0.2); the requested end, step 2, is before it" in capsys.readouterr().err
+    assert "the checkpoint is at step 4 (t = 0.2); the requested end, step 2 (t = 0.1), is before it" in capsys.readouterr().err
     assert run(scene, "--resume", ckpt, "--steps", "6", "--quiet") == 0
     assert json.loads((out / "run.json").read_text())["steps"] == 6
     assert run(scene, "--out", out, "--steps", "3", "--quiet", "--overwrite") == 0

@@ -12,6 +12,7 @@ import pytest
 
 from granular import cli, resources
 from granular.resources import ResourceError, bytes_per_item, check_memory, memory_needed
+from granular.run import command
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 BLOCK = os.path.join(ROOT, "scenes", "block_impact.toml")
@@ -85,7 +86,7 @@ def test_memory_error_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     def no_memory(*a, **k):
         raise MemoryError("Unable to allocate 89.4 GiB for an array with shape (64000000, 3, 3)")
 
-    monkeypatch.setattr(cli, "build_model", no_memory)  # the name the command line calls
+    monkeypatch.setattr(command, "build_model", no_memory)  # the name `granular run` calls
     assert cli.main(["run", BLOCK, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("granular run: error: out of memory (MemoryError: Unable to allocate 89.4 GiB")

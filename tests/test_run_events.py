@@ -12,7 +12,7 @@ import pytest
 from test_stability import TORUS
 
 from granular import cli
-from granular.simulation import LONG_RUN_STEPS, Progress, format_duration
+from granular.run.progress import LONG_RUN_STEPS, Progress, format_duration
 
 
 def test_quiet_log_json_prints_events_and_the_final_checkpoint(tmp_path, capsys):
@@ -48,7 +48,7 @@ def test_progress_line_shows_days(monkeypatch):
     stream = io.StringIO()
     p = Progress(10**9, stream=stream, min_seconds=0.0)
     clock = iter([0.0, 1.0, 2.0])
-    monkeypatch.setattr("granular.simulation.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("granular.run.progress.time.perf_counter", lambda: next(clock))
     p.start = p.last = -1.0
     p.update(0, 0.0, 0)  # marks the rate's start
     p.update(1000, 1.0, 0)  # 1000 steps/s: 999 999 s left

@@ -71,8 +71,47 @@ class BodySystem:
     def step(self, h):
         self.scheme.step(self.state, h)
 
+    # ------------------------------------------------ the run loop's System protocol
+
+    def prepare(self, dt):
+        """Nothing to prepare: a body step needs no forces of the state before it."""
+
     def advance(self, h, k):
+        """``k`` steps of ``h``; a failing step raises with the state of the step before."""
         self.scheme.advance(self.state, h, k)
+
+    def series_row(self):
+        row = {"time": float(self.time), "step": float(self.step_count)}
+        row.update(self.series())
+        return row
+
+    def check(self, row):
+        """No health check beyond the step's own (Newton convergence, finite states)."""
+        return None
+
+    def keep(self):
+        """A failing step leaves the state of the step before: nothing to keep."""
+
+    def rewind(self):
+        pass
+
+    def checkpoint_meta(self):
+        return {"scheme": self.label, "bodies": self.n}
+
+    def start_fields(self, dt):
+        return {"bodies": self.n, "scheme": self.label}
+
+    def describe(self, dt):
+        t = self.cfg.table
+        return {"precision": "float64", "scheme": t.scheme, "variant": getattr(t, "variant", None),
+                "integrator": self.label, "dt": dt, "bodies": self.n}  # fmt: skip
+
+    def rates(self, steps_per_s):
+        return {"body_steps_per_s": None if steps_per_s is None else steps_per_s * self.n}
+
+    def plot_columns(self, data):
+        """The batch figures: per-body columns (``b<i>_...``) stay in ``series.csv`` only."""
+        return {k: v for k, v in data.items() if k != "step" and not per_body_column(k)}
 
     def state_arrays(self):
         s = self.state
@@ -92,17 +131,18 @@ class BodySystem:
 
     def _frame_data(self, points, R, J, mass, velocity, omega, kinetic, radius):
         n = self.n
-        return np.ascontiguousarray(points, dtype=np.float64), {
+        # copies: the frame is written on another thread while the state moves on
+        return np.array(points, dtype=np.float64), {
             "id": np.arange(n, dtype=np.int64),
             "radius": np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,)).copy(),
             "mass": np.broadcast_to(np.asarray(mass, dtype=np.float64), (n,)).copy(),
             "inertia": inertia_components(R, J),
-            "velocity": np.ascontiguousarray(velocity, dtype=np.float64),
-            "angular_velocity": np.ascontiguousarray(omega, dtype=np.float64),
-            "d1": np.ascontiguousarray(R[:, :, 0]),
-            "d2": np.ascontiguousarray(R[:, :, 1]),
-            "d3": np.ascontiguousarray(R[:, :, 2]),
-            "kinetic_energy": np.asarray(kinetic, dtype=np.float64),
+            "velocity": np.array(velocity, dtype=np.float64),
+            "angular_velocity": np.array(omega, dtype=np.float64),
+            "d1": np.array(R[:, :, 0]),
+            "d2": np.array(R[:, :, 1]),
+            "d3": np.array(R[:, :, 2]),
+            "kinetic_energy": np.array(kinetic, dtype=np.float64),
         }
 
     def _per_body(self, row, name, values, labels=None):
@@ -130,6 +170,12 @@ class BodySystem:
 
 
 # ----------------------------------------------------------------- directors (000)
+
+
+def per_body_column(name: str) -> bool:
+    """Whether the series column ``name`` is one body's (``b<i>_...``)."""
+    head = name.split("_", 1)[0]
+    return len(head) > 1 and head[0] == "b" and head[1:].isdigit()
 
 
 def _same(arrays, key, like, be):

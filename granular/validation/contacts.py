@@ -52,7 +52,7 @@ from ..diagnostics import angular_momentum, linear_momentum
 from ..forces.materials import Material, mix
 from ..integrators import ExplicitIntegrator
 from ..model import ModelBuilder
-from ..simulation import DISSIPATED
+from ..particles.system import DISSIPATED
 from .report import Check, Report
 
 E, NU, RHO, R = 7e10, 0.25, 2500.0, 0.01

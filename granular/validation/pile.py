@@ -38,7 +38,7 @@ import numpy as np
 from ..diagnostics import kinetic_energy_rotational, kinetic_energy_translational
 from ..integrators import ExplicitIntegrator
 from ..model import ModelBuilder
-from ..simulation import DISSIPATED
+from ..particles.system import DISSIPATED
 from .report import Check, Report
 
 MATERIAL = {"young": 1e7, "poisson": 0.3, "density": 2500.0, "restitution": 0.3, "friction": 0.5,

@@ -1,4 +1,5 @@
-"""Output directories that lose nothing: what is in ``--out``, and whether a run may use it.
+"""Run folders that lose nothing: what is in ``--out``, whether a run may use it, and
+whether a checkpoint may continue it.
 
 A directory holding a finished or partial run (``granular run``) or ensemble
 (``granular ensemble``) is never replaced without ``--overwrite``; ``--resume`` continues
@@ -6,8 +7,11 @@ it. A directory holding anything else is refused. :func:`plan_out_dir` decides, 
 anything is computed or deleted; :func:`clear` deletes the old run's files only once
 every other check has passed, so a refused command leaves the directory as it was.
 
-:func:`scene_differences` says what differs between two scene dictionaries (a checkpoint's
-and the current scene), for the "written for a different scene" message.
+:func:`resume_problem` and :func:`resume_dir_problem` decide whether ``--resume`` can
+continue a run (same scene, same backend, an end not before the checkpoint, a run folder
+to write into); :func:`scene_differences` says what differs between two scene
+dictionaries (a checkpoint's and the current scene) for the "written for a different
+scene" message. :func:`total_steps` is the end step of ``granular run``'s options.
 """
 
 from __future__ import annotations
@@ -117,3 +121,46 @@ def scene_differences(old, new, path="", limit=5, labels=("the checkpoint", "the
 def _short(value) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def total_steps(args, run) -> int:
+    """The end step of a run (counted from step 0): ``--steps``, ``--time``, or the scene's
+    ``[run]`` (``steps``, else ``duration``)."""
+    if getattr(args, "steps", None) is not None:
+        return args.steps
+    if getattr(args, "time", None) is not None:
+        return int(round(args.time / run.dt))
+    if run.steps is not None:
+        return run.steps
+    return int(round(run.duration / run.dt))
+
+
+def resume_problem(meta, scene_dict, path, total, backend_name=None) -> str | None:
+    """Why the checkpoint ``meta`` (at ``path``) cannot continue this scene to step
+    ``total`` on the backend ``backend_name`` (None: not checked here), or None."""
+    if meta.get("scene") != scene_dict:
+        diffs = scene_differences(meta.get("scene") or {}, scene_dict)
+        return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)
+                + ". Resume with the scene that wrote it, or start a new run")  # fmt: skip
+    if backend_name is not None and meta.get("backend") != backend_name:
+        return (f"checkpoint is from backend {meta.get('backend')!r}, this run uses {backend_name!r} "
+                "(bit-for-bit restarts need the same backend)")  # fmt: skip
+    step, t = int(meta.get("step", 0)), float(meta.get("time", 0.0))
+    if total < step:
+        return (f"the checkpoint is at step {step} (t = {t:.6g}); the requested end, step {total} "
+                f"(t = {total * float(meta.get('dt', 0.0)):.6g}), is before it. Give a later --time or more --steps")  # fmt: skip
+    return None
+
+
+def resume_dir_problem(out) -> str | None:
+    """Why ``out`` holds no run that a resumed run can write into, or None."""
+    missing = [n for n in ("frames.pvd", "series.csv") if not os.path.isfile(os.path.join(out, n))]
+    if missing:
+        return (f"{out} holds no run to continue (no {' or '.join(missing)}); a resumed run writes into the run "
+                "directory of its checkpoint: leave out --out, or give that directory")  # fmt: skip
+    return None
+
+
+def resume_out_dir(checkpoint) -> str:
+    """The run folder a checkpoint belongs to (``<out>/checkpoints/checkpoint.npz``)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(checkpoint)))

@@ -1,0 +1,1 @@
+"""The particle engine: model, state, forces, neighbour search, integrators."""

@@ -1,0 +1,275 @@
+"""The particle engine as a system of the run loop (:class:`~granular.run.runner.Runner`).
+
+:class:`ParticleSystem` joins a model, its state and an integrator, and gives the runner
+what it needs: blocks of steps on the device, series rows, frames, the health check and
+the kept state (:mod:`granular.health`), and the arrays of a checkpoint.
+
+The frame's point data: ``id``, ``radius``, ``mass``, ``inertia``, ``velocity``,
+``angular_velocity`` (spatial), ``d1``, ``d2``, ``d3`` (the columns of ``R``, for glyphs),
+``kinetic_energy``, and with the dissipative law ``contacts``, ``contact_force``,
+``contact_moment``, ``dissipated``; bonds are line cells with ``strain``, ``angle`` and
+``broken``. The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
+``L_*``, ``broken_bonds``, pendulum invariants, and for fewer than :data:`SMALL_SYSTEM`
+particles each particle's state.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
+
+from .. import diagnostics as diag
+from ..health import ENERGY_TOLERANCE, HealthCheck, Snapshot
+from ..io import write_walls
+
+SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
+
+
+def frame_data(model, state):
+    """Points, point data, bond lines and bond cell data of one frame: host arrays of
+    their own (copies, never views of the state, which the next steps change while a
+    background thread may still be writing the frame)."""
+    be = model.backend
+    x = np.array(be.to_host(state.x))
+    R = be.to_host(state.R)
+    v = np.array(be.to_host(state.v))
+    w = np.array(be.to_host(state.omega))
+    m, J = be.to_host(model.mass), be.to_host(model.inertia)
+    point = {
+        "id": np.arange(model.n, dtype=np.int64),
+        "radius": be.to_host(model.radius),
+        "mass": m,
+        "inertia": J,
+        "velocity": v,
+        "angular_velocity": w,
+        "d1": R[:, :, 0],
+        "d2": R[:, :, 1],
+        "d3": R[:, :, 2],
+        "kinetic_energy": 0.5 * m * (v * v).sum(axis=1) + 0.5 * J * (w * w).sum(axis=1),
+    }
+    if model.law is not None:
+        point.update(contact_data(model, state))
+    lines, cell = None, None
+    if model.n_bonds:
+        meas = model.bonds.measures(model, state)
+        lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
+        cell = {"strain": meas[:, 3], "angle": meas[:, 4], "broken": np.array(be.to_host(state.broken), dtype=np.int8)}
+    return x, point, lines, cell
+
+
+def contact_data(model, state) -> dict:
+    """Per-particle point data of the dissipative law: ``contacts`` (touching partners
+    and walls), ``contact_force`` and ``contact_moment`` (the sum of the contact and wall
+    forces and spatial moments on the particle, the springs as they stand, the damping
+    at the current velocities), and ``dissipated`` (the energy its contacts dissipated so
+    far, its share)."""
+
+    be, xp = model.backend, model.backend.xp
+    rows = be.to_host(model.diagnostics_rows(state))
+    count = np.array(rows[:, DIAG["contacts"]], dtype=np.int32)
+    cfg = SimpleNamespace(x=state.x, v=state.v, q=state.q, omega=state.omega, F=xp.zeros_like(state.F),
+                          RM=xp.zeros_like(state.RM), broken=state.broken, released=state.released,
+                          wall_springs=state.wall_springs, dissipated=state.dissipated)  # fmt: skip
+    model.accumulate_family(FAMILY_CONTACTS, cfg)
+    if model.force("walls") is not None:
+        model.accumulate_family(FAMILY_WALLS, cfg)
+    return {"contacts": count, "contact_force": np.array(be.to_host(cfg.F)),
+            "contact_moment": np.array(be.to_host(cfg.RM)),
+            "dissipated": np.array(be.to_host(state.dissipated).sum(axis=1))}  # fmt: skip
+
+
+#: Columns of ``series.csv`` with the dissipative law: the energy dissipated so far by
+#: each mechanism (``total`` plus their sum is what the scheme conserves).
+DISSIPATED = ("dissipated_normal", "dissipated_friction", "dissipated_rolling", "dissipated_twisting")
+
+
+def series_row(model, state) -> dict:
+    """One ``series.csv`` row: energies, momenta, invariants and (small systems) states.
+
+    Energies, momenta and bond counts come from one fused diagnostics kernel and one
+    read-back. With bonds that can break, ``U_released`` is the energy the broken bonds
+    had when they broke (``total + U_released`` is conserved)."""
+    totals = model.diagnostics(state)
+    row = {"time": state.time, "step": float(state.step)}
+    row.update(diag.energies(model, state, totals))
+    for a in "xyz":
+        row[f"P_{a}"] = totals[f"P_{a}"]
+    for a in "xyz":
+        row[f"L_{a}"] = totals[f"L_{a}"]
+    row["broken_bonds"] = totals["broken_bonds"]
+    if model.bonds is not None and model.bonds.can_break:
+        row["U_released"] = totals["U_released"]
+    if model.law is not None:
+        for k in DISSIPATED:
+            row[k] = totals[k]
+        row["contacts"] = totals["contacts"]
+    if model.force("pendulum") is not None:
+        dot, norm = diag.pendulum_invariants(model, state)
+        for k in range(min(len(dot), SMALL_SYSTEM)):
+            row[f"pendulum{k}_Rrho0_dot_Omega"] = float(dot[k])
+            row[f"pendulum{k}_norm_Rrho0"] = float(norm[k])
+    if model.n < SMALL_SYSTEM:
+        be = model.backend
+        for name, arr in (("x", state.x), ("v", state.v), ("q", state.q), ("omega", state.omega)):
+            a = be.to_host(arr)
+            for i in range(model.n):
+                for c in range(a.shape[1]):
+                    row[f"p{i}_{name}{c}"] = float(a[i, c])
+    return row
+
+
+STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated")
+
+
+def state_arrays(model, state) -> dict:
+    """Host copies of every state array and the clock (for a checkpoint); with the
+    dissipative law also the contact springs by pair (``contact_pairs`` (P, 2),
+    ``contact_springs`` (P, 8)), which do not depend on the neighbour list's layout."""
+    be = model.backend
+    out = {k: be.to_host(getattr(state, k)).copy() for k in STATE_ARRAYS}
+    if model.law is not None:
+        model.bind_springs(state)
+        out["contact_pairs"], out["contact_springs"] = model.force("contacts").neighbors.springs()
+    c = state.clock
+    origin = (state.time, state.step, 0.0) if c is None else c[:3]
+    out["clock"] = np.array([state.time, origin[0], origin[2]], dtype=np.float64)
+    out["counters"] = np.array([state.step, int(state.forces_valid), origin[1]], dtype=np.int64)
+    return out
+
+
+def restore_state(model, state, arrays) -> None:
+    """Put the arrays and clock of :func:`state_arrays` back into ``state``."""
+    be = model.backend
+    for k in STATE_ARRAYS:
+        target = getattr(state, k)
+        if k not in arrays and k in ("released", "wall_springs", "dissipated"):  # older checkpoints
+            if target.size and k != "released":
+                raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
+            target[...] = 0
+            continue
+        if arrays[k].shape != target.shape or arrays[k].dtype != target.dtype:
+            raise ValueError(f"checkpoint: array {k!r} has shape {arrays[k].shape} {arrays[k].dtype}, "
+                             f"the scene's model needs {target.shape} {target.dtype}")  # fmt: skip
+        target[...] = be.asarray(arrays[k])
+    # the step loop's knowledge of the old state (neighbour list, displacement budget)
+    # does not hold for the restored one
+    state._engine = None
+    contacts = model.force("contacts")
+    if contacts is not None and contacts.neighbors is not None:
+        contacts.neighbors.invalidate()
+    if model.law is not None:  # the springs go back into the list when the state is next bound
+        state._springs = (np.asarray(arrays.get("contact_pairs", np.zeros((0, 2))), dtype=np.int64),
+                          np.asarray(arrays.get("contact_springs", np.zeros((0, 8))), dtype=np.float64))  # fmt: skip
+        contacts.neighbors.owner = None
+    clock, counters = arrays["clock"], arrays["counters"]
+    state.time = float(clock[0])
+    state.step = int(counters[0])
+    state.forces_valid = bool(counters[1])
+    state.clock = None
+    if len(clock) >= 3 and len(counters) >= 3 and clock[2] > 0:
+        state.clock = (float(clock[1]), int(counters[2]), float(clock[2]), (state.time, state.step))
+
+
+class ParticleSystem:
+    """A model and its state advanced by ``integrator`` (an
+    :class:`~granular.integrators.ExplicitIntegrator`), for the run loop.
+
+    ``energy_tolerance``: the health check's (``[run] energy_tolerance``);
+    ``health_start``: a resumed run's checkpoint ``meta["health"]`` (the start values the
+    check compares against); ``stable_step``: the setup's
+    :class:`~granular.stability.StepEstimate`, reported in the start event and ``run.json``."""
+
+    def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None):
+        self.model, self.state, self.integrator = model, state, integrator
+        self.backend = model.backend
+        self.n = model.n
+        self.label = integrator.scheme
+        self.energy_tolerance = energy_tolerance or ENERGY_TOLERANCE
+        self.health_start = health_start
+        self.stable_step = stable_step
+        self.health = None
+        self.snapshot = None
+
+    @property
+    def time(self) -> float:
+        return self.state.time
+
+    @property
+    def step_count(self) -> int:
+        return self.state.step
+
+    def prepare(self, dt) -> None:
+        """Forces of the first state, the health check's start values, the first kept state."""
+        self.integrator.prepare(self.model, self.state)
+        row = series_row(self.model, self.state)
+        self.health = HealthCheck(self.model, dt, row, self.energy_tolerance, start=self.health_start)
+        self.snapshot = Snapshot(self.state, STATE_ARRAYS, self.model)
+
+    def advance(self, dt, k) -> None:
+        self.integrator.advance(self.model, self.state, dt, k)
+
+    def series_row(self) -> dict:
+        return series_row(self.model, self.state)
+
+    def frame(self):
+        return frame_data(self.model, self.state)
+
+    def check(self, row):
+        return self.health.problem(row, self.state)
+
+    def keep(self) -> None:
+        self.snapshot.take(self.state)
+
+    def rewind(self) -> None:
+        self.snapshot.restore(self.state)
+
+    def state_arrays(self) -> dict:
+        return state_arrays(self.model, self.state)
+
+    def restore(self, arrays) -> None:
+        restore_state(self.model, self.state, arrays)
+
+    def write_static(self, out_dir) -> None:
+        """``walls.vtu``: the walls as squares around the particles."""
+        model = self.model
+        walls = model.force("walls")
+        if walls is not None:
+            x = model.backend.to_host(self.state.x)
+            size = 2.0 * float(np.ptp(x, axis=0).max() + 4 * model.backend.to_host(model.radius).max())
+            write_walls(out_dir, walls.planes_host, x.mean(axis=0), size)
+
+    def checkpoint_meta(self) -> dict:
+        return {"integrator": self.label, "health": self.health.start_values()}
+
+    def _estimate(self):
+        return self.stable_step.as_dict() if self.stable_step is not None else None
+
+    def start_fields(self, dt) -> dict:
+        est = self._estimate()
+        return {"dt": dt, "stable_step": None if est is None else est["h_max"],
+                "stable_step_mode": None if est is None else est["description"]}  # fmt: skip
+
+    def describe(self, dt) -> dict:
+        be = self.backend
+        return {"precision": str(self.model.dtype), "integrator": self.label,
+                "graphs": self.integrator.graphs and be.name == "gpu" and not be.simulated, "dt": dt,
+                "stable_step": self._estimate(), "particles": self.model.n, "bonds": self.model.n_bonds}  # fmt: skip
+
+    def health_info(self) -> dict:
+        return {"health": {"energy_tolerance": self.health.tolerance, **self.health.start_values()}}
+
+
+__all__ = [
+    "DISSIPATED",
+    "SMALL_SYSTEM",
+    "STATE_ARRAYS",
+    "ParticleSystem",
+    "contact_data",
+    "frame_data",
+    "restore_state",
+    "series_row",
+    "state_arrays",
+]

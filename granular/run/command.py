@@ -1,0 +1,205 @@
+"""``granular run SCENE``: one path for particle scenes and ``[bodies]`` scenes.
+
+The order of the checks is the contract of the command's exit status (``granular.cli``):
+everything that can refuse the run (a malformed scene, a run too long or too short, a
+checkpoint that cannot continue this scene, an earlier run in ``--out`` without
+``--overwrite``, an unwritable or full ``--out``, a step above the stable-step estimate)
+refuses it with status 2 before anything in ``--out`` is deleted or written. Then the
+system (:class:`~granular.particles.system.ParticleSystem` or a body adapter of
+:mod:`granular.bodies.scene_systems`) runs in a :class:`~granular.run.runner.Runner`
+with the run folder's writers (:mod:`granular.run.writers`): status 0 when it finished,
+1 when a step or a health check failed (the last good state is the checkpoint), 130 when
+a signal stopped it (after writing a checkpoint).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..backend import BackendError, get_backend
+from ..bodies.scene_config import parse_bodies
+from ..bodies.scene_systems import build_system
+from ..errors import IntegrationError, SceneError
+from ..io import CheckpointError, load_checkpoint
+from ..particles.system import restore_state
+from ..resources import check_writable
+from ..scene import build_model, load_scene
+from ..stability import estimate_stable_step
+from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir, resume_problem, total_steps
+from .progress import Progress, long_run_refused
+from .runner import Runner
+from .simulation import Simulation
+from .writers import checkpoint_path, folder_writers
+
+__all__ = ["cmd_run", "run_scene"]
+
+
+class Refused(Exception):
+    """The run does not start; the message says why (exit status 2)."""
+
+
+def _particles(scene, args):
+    """The model, state and stable-step estimate of a particle scene, or :class:`Refused`."""
+    try:
+        model, run = build_model(scene, backend=args.backend, source=args.scene, precision=args.precision)
+    except SceneError as exc:
+        raise Refused(str(exc)) from None
+    state = model.state()
+    estimate = estimate_stable_step(model, state, run.integrator)
+    if run.dt > estimate.h_max and not (run.allow_unstable_step or getattr(args, "allow_unstable_step", False)):
+        raise Refused(f"granular run: run.dt = {run.dt:g} is above the stable-step estimate {estimate.describe()}. "
+                      f"The explicit maps are stable for h ω < 2 only: reduce run.dt (below {estimate.h_max:.3g}), "
+                      "or give --allow-unstable-step (or [run] allow_unstable_step = true) to run it anyway")  # fmt: skip
+    return model, state, run, estimate
+
+
+def _bodies(scene, args):
+    """The body adapter of a ``[bodies]`` scene, or :class:`Refused`."""
+    source = str(getattr(args, "scene", "scene"))
+    precision = getattr(args, "precision", None) or scene.run.precision
+    if precision != "float64":
+        raise Refused(f"granular run: --precision {precision!r} is not available for [bodies] scenes; "
+                      "allowed: float64")  # fmt: skip
+    try:
+        cfg = parse_bodies(scene.bodies, source)
+    except SceneError as exc:
+        raise Refused(str(exc)) from None
+    try:
+        backend = get_backend(getattr(args, "backend", None) or scene.run.backend)
+    except (BackendError, ValueError) as exc:
+        raise Refused(f"granular run: {exc}") from None
+    try:
+        return build_system(cfg, backend)
+    except ValueError as exc:
+        raise Refused(f"{source}: 1 error(s)\n  bodies: {exc}") from None
+
+
+def _plan(scene, args, total):
+    """The run folder, what to clear in it, and a resumed run's checkpoint; or :class:`Refused`
+    (``None`` for the folder: a resumed run already at its end, nothing to do)."""
+    scene_dict = scene.model_dump(mode="json")
+    if args.resume is None:
+        out = args.out or os.path.join("out", scene.name)
+        try:
+            to_clear = plan_out_dir(out, overwrite=getattr(args, "overwrite", False))
+        except OutDirError as exc:
+            raise Refused(f"granular run: {exc}") from None
+        return out, to_clear, None, {}
+    try:
+        arrays, meta = load_checkpoint(args.resume)
+    except CheckpointError as exc:
+        raise Refused(f"granular run: --resume: {exc}") from None
+    why = resume_problem(meta, scene_dict, args.resume, total)
+    if why:
+        raise Refused(f"granular run: --resume: {why}")
+    out = args.out or resume_out_dir(args.resume)
+    if total == int(meta.get("step", 0)):
+        if not args.quiet:
+            print(f"granular run: the checkpoint is already at step {total} (t = {meta.get('time'):.6g}), the end "
+                  "of the run; nothing to do (give a later --time or more --steps to go on)", file=sys.stderr)  # fmt: skip
+        return None, [], arrays, meta
+    why = resume_dir_problem(out)
+    if why:
+        raise Refused(f"granular run: --resume: {why}")
+    return out, [], arrays, meta
+
+
+def _restore(restore, name, arrays, meta) -> None:
+    """Put a checkpoint's ``arrays`` back with ``restore`` on the backend ``name``, or :class:`Refused`."""
+    if meta.get("backend") != name:
+        raise Refused(f"granular run: --resume: checkpoint is from backend {meta.get('backend')!r}, this run uses "
+                      f"{name!r} (bit-for-bit restarts need the same backend)")  # fmt: skip
+    try:
+        restore(arrays)
+    except (ValueError, KeyError) as exc:
+        raise Refused(f"granular run: --resume: {exc}") from None
+
+
+def cmd_run(args) -> int:
+    """``granular run`` with the parsed options ``args``; returns the exit status."""
+    try:
+        scene = load_scene(args.scene)
+    except SceneError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return run_scene(scene, args)
+
+
+def run_scene(scene, args) -> int:
+    """Run the parsed scene ``scene`` with the ``granular run`` options ``args``
+    (``scene``: its source, ``out``, ``backend``, ``precision``, ``time``, ``steps``,
+    ``resume``, ``overwrite``, ``quiet``, ``log_json``, ...); returns the exit status."""
+    try:
+        return _run(scene, args)
+    except Refused as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+
+
+def _run(scene, args) -> int:
+    args.resume = getattr(args, "resume", None)
+    if args.resume is not None and getattr(args, "overwrite", False):
+        raise Refused("granular run: --resume continues the run in its directory and --overwrite replaces a run; "
+                      "give one of them")  # fmt: skip
+    total = total_steps(args, scene.run)
+    if total < 1:
+        raise Refused(f"granular run: the run is shorter than one step (dt = {scene.run.dt})")
+    why = long_run_refused(total, scene.run.dt, args)
+    if why:
+        raise Refused(f"granular run: {why}")
+    out, to_clear, arrays, meta = _plan(scene, args, total)
+    if out is None:
+        return 0
+    check_writable(out)
+    scene_dict = scene.model_dump(mode="json")
+    quiet, log_json = args.quiet, args.log_json
+    if scene.bodies is not None:
+        system = _bodies(scene, args)
+        if arrays is not None:
+            _restore(system.restore, system.backend.name, arrays, meta)
+        clear(to_clear)
+        runner = Runner(system, scene.run.dt, folder_writers(out, scene.run, total, scene_dict),
+                        Progress(total, quiet, log_json))  # fmt: skip
+        try:
+            runner.run(total, resumed=arrays is not None)
+        except IntegrationError as exc:
+            good = runner.writers[-1].info or {}
+            _failed(exc, good, out)
+            return 1
+        info = runner.writers[-1].info
+        if not quiet and not log_json:
+            rate = info["steps_per_s"]
+            speed = "" if rate is None else f" ({rate:,.0f} steps/s, {info['body_steps_per_s']:,.0f} body-steps/s)"
+            print(f"granular run: {scene.name}: {system.label}, {system.n} bodies, {info['steps']} steps to "
+                  f"t = {info['time']:.6g} on {info['backend']}{speed}; output in {out}/ "
+                  "(open frames.pvd in ParaView)")  # fmt: skip
+        return 130 if info["interrupted"] else 0
+
+    model, state, run, estimate = _particles(scene, args)
+    if arrays is not None:
+        _restore(lambda a: restore_state(model, state, a), model.backend.name, arrays, meta)
+    sim = Simulation(model, run, out, scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
+                     graphs=run.graphs and not getattr(args, "eager", False))  # fmt: skip
+    sim.preflight(total, state.step)
+    clear(to_clear)
+    if not quiet and not log_json:
+        unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""
+        print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds on {model.backend.name}; "
+              f"steps {state.step} to {total} of dt = {run.dt:g} (t = {total * run.dt:.6g}); stable-step estimate "
+              f"{estimate.describe()}{unstable}", file=sys.stderr)  # fmt: skip
+    try:
+        info = sim.execute(state, total, resumed=arrays is not None, health_start=meta.get("health"))
+    except IntegrationError as exc:
+        _failed(exc, sim.info or {}, out)
+        return 1
+    if not quiet and not log_json:
+        rate = info["steps_per_s"]
+        print(f"granular run: {scene.name}: {info['steps']} steps to t = {info['time']:.6g} on {info['backend']}"
+              f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}; output in {out}/ (open frames.pvd in ParaView)")  # fmt: skip
+    return 130 if info["interrupted"] else 0
+
+
+def _failed(exc, good, out) -> None:
+    print(f"granular run: {exc}\n  the last good state (step {good.get('steps')}, t = {good.get('time', 0):.6g}, "
+          f"the last that passed the health check) is in {checkpoint_path(out)}", file=sys.stderr)  # fmt: skip

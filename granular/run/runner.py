@@ -1,0 +1,254 @@
+"""One run loop for every system: particles, batched bodies, ensemble chunks.
+
+A :class:`Runner` advances a :class:`System` by ``dt`` to an end step and calls its
+writers when their triggers are due, as HOOMD-blue's writers are attached to its
+simulation. Between two due events the system advances in blocks (one call of
+:meth:`System.advance`, which on a GPU is one device-resident block of launches), about
+half a second of work each, so progress and signals are looked at that often.
+
+At each event where a *checked* writer is due (series rows, frames, checkpoints) the
+runner asks the system for its series row and its health verdict (:meth:`System.check`)
+before anything is written; a state that passes is kept (:meth:`System.keep`). When a
+check or a step fails, the kept state is put back (:meth:`System.rewind`), the writers'
+``end`` hooks run on it (the final checkpoint, ``run.json``), and the error is raised.
+Signals (SIGINT, SIGTERM) stop the run after the current block with the same ``end``
+hooks, so a stopped run is a resumable run.
+
+Writers are small objects with a ``trigger`` and up to four hooks, each optional:
+
+``begin(runner, resumed)``
+    before the first step (open files, write the initial row and frame);
+``write(runner, row)``
+    when ``trigger.due(step, end)``; ``row`` is the series row when the writer is
+    ``checked`` (the default), else None;
+``sync()``
+    make what was written durable (the checkpoint writer calls it on the others first);
+``end(runner)``
+    after the loop, on the last good state, in the order the writers were attached.
+
+Triggers: :class:`Periodic` (every k steps, and the end step), :class:`AtStep`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import HealthError, IntegrationError
+from .progress import Chunker
+
+__all__ = ["AtStep", "Periodic", "Runner", "System", "Trigger"]
+
+
+@runtime_checkable
+class System(Protocol):
+    """What the runner needs from a system (:class:`granular.particles.system.ParticleSystem`,
+    the body adapters of :mod:`granular.bodies.scenes.base`).
+
+    Attributes: ``backend``, ``n`` (particles or bodies), ``label`` (the scheme),
+    ``time``, ``step_count``. Methods: ``prepare(dt)``, ``advance(dt, k)`` (``k`` steps,
+    raising :class:`~granular.errors.IntegrationError` with the state of the last good
+    step), ``series_row()`` (a dict with ``time`` and ``step`` first), ``frame()``
+    (points, point data, lines, cell data: host copies), ``check(row)`` (None or the
+    problem), ``keep()``, ``rewind()``, ``state_arrays()``, ``restore(arrays)``,
+    ``checkpoint_meta()``, ``describe()`` (``run.json`` fields), ``start_fields()``
+    (fields of the start event)."""
+
+    backend: object
+    n: int
+    label: str
+
+    @property
+    def time(self) -> float: ...
+
+    @property
+    def step_count(self) -> int: ...
+
+    def advance(self, dt: float, k: int) -> None: ...
+
+    def series_row(self) -> dict: ...
+
+
+class Trigger:
+    """When a writer is due. ``next(step, end)``: the first step after ``step`` at which it
+    is due (``end`` or beyond when never); ``due(step, end)``: whether it is due at ``step``."""
+
+    def next(self, step: int, end: int) -> int:
+        return end
+
+    def due(self, step: int, end: int) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Periodic(Trigger):
+    """Every ``every`` steps (multiples of it, counted from step 0) and at the end step;
+    ``every = 0``: never (only at the end when ``at_end``)."""
+
+    every: int
+    at_end: bool = True
+
+    def next(self, step, end):
+        if not self.every:
+            return end
+        return min(end, (step // self.every + 1) * self.every)
+
+    def due(self, step, end):
+        return bool(self.every and step % self.every == 0) or (self.at_end and step == end)
+
+
+@dataclass(frozen=True)
+class AtStep(Trigger):
+    """Once, at step ``step``."""
+
+    step: int
+
+    def next(self, step, end):
+        return self.step if step < self.step <= end else end
+
+    def due(self, step, end):
+        return step == self.step
+
+
+class Runner:
+    """Advances ``system`` by ``dt`` with ``writers`` attached (see the module docstring).
+
+    ``progress``: a :class:`~granular.run.progress.Progress` (bar, JSON events) or None
+    for none; ``handle_signals``: stop cleanly on SIGINT/SIGTERM (main thread only; off
+    for work inside a larger command, such as an ensemble chunk, where Ctrl-C must
+    propagate)."""
+
+    def __init__(self, system, dt: float, writers=(), progress=None, handle_signals=True):
+        self.system = system
+        self.dt = float(dt)
+        self.writers = list(writers)
+        self.progress = progress
+        self.handle_signals = handle_signals
+        self.stop_requested = False
+        self.end_step = None
+        self.first_step = None
+        self.wall_time = 0.0
+        self.interrupted = False
+        self.failure = None
+        self._chunk = Chunker()
+        self._kept = None
+
+    # ----------------------------------------------------------------- helpers for writers
+
+    def event(self, kind: str, **fields) -> None:
+        """A JSON event (``--log-json``), when the runner has a progress reporter."""
+        if self.progress is not None:
+            self.progress.event(kind, **fields)
+
+    def sync(self, but=None) -> None:
+        """Make every writer's output durable (before a checkpoint that follows it)."""
+        for w in self.writers:
+            if w is not but and hasattr(w, "sync"):
+                w.sync()
+
+    @property
+    def finished(self) -> bool:
+        return self.system.step_count >= self.end_step
+
+    @property
+    def steps_per_s(self):
+        done = self.system.step_count - self.first_step
+        return done / self.wall_time if self.wall_time > 0 and done > 0 else None
+
+    # ----------------------------------------------------------------- the loop
+
+    def _advance(self, n: int) -> None:
+        """``n`` steps (fewer when a stop is requested) in blocks of about half a second."""
+        s = self.system
+        while n > 0:
+            k = self._chunk.steps(n)
+            self._chunk.start()
+            s.advance(self.dt, k)
+            self._chunk.done(k)
+            n -= k
+            if self.progress is not None:
+                self.progress.update(s.step_count, s.time, self.first_step)
+            if self.stop_requested:
+                return
+
+    def _check(self) -> dict:
+        """The series row of the current state after the health check; raises
+        :class:`~granular.errors.IntegrationError` (:class:`~granular.errors.HealthError`) on a
+        problem and keeps the state otherwise."""
+        s = self.system
+        row = s.series_row()
+        problem = s.check(row)
+        if problem is not None:
+            raise HealthError(
+                f"health check failed at step {s.step_count} (t = {s.time:.6g}): {problem}", step=s.step_count
+            )
+        s.keep()
+        self._kept = s.step_count
+        return row
+
+    def run(self, end_step: int, resumed: bool = False) -> "Runner":
+        """Advance to step ``end_step``; raises the step's or the check's
+        :class:`~granular.errors.IntegrationError` after the writers' ``end`` hooks ran on
+        the last good state. Returns the runner (``interrupted``, ``finished``,
+        ``wall_time``, ``steps_per_s``)."""
+        s = self.system
+        self.end_step = int(end_step)
+        self.first_step = s.step_count
+        s.prepare(self.dt)
+        self._kept = s.step_count
+        for w in self.writers:
+            if hasattr(w, "begin"):
+                w.begin(self, resumed)
+        previous = {}
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+
+            def on_signal(signum, frame):
+                self.stop_requested = True
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, on_signal)
+        timed = [w for w in self.writers if getattr(w, "trigger", None) is not None]
+        started = time.perf_counter()
+        try:
+            # a blow-up is caught by the health check or the step's own checks; NumPy's
+            # overflow warnings on the way there are only noise
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                while s.step_count < self.end_step and not self.stop_requested:
+                    k, end = s.step_count, self.end_step
+                    target = min([end] + [w.trigger.next(k, end) for w in timed])
+                    self._advance(target - k)
+                    k = s.step_count
+                    due = [w for w in timed if w.trigger.due(k, end)]
+                    if not due:
+                        continue  # stopped between events by a signal
+                    row = self._check() if any(getattr(w, "checked", True) for w in due) else None
+                    for w in due:
+                        w.write(self, row if getattr(w, "checked", True) else None)
+                self.interrupted = self.stop_requested and s.step_count < self.end_step
+                if s.step_count != self._kept:  # stopped between events: check before keeping it
+                    self._check()
+        except IntegrationError as exc:  # put back the last state that passed
+            self.failure = exc
+            s.rewind()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if self.progress is not None:
+                self.progress.close()
+            for w in self.writers:
+                if hasattr(w, "close"):
+                    w.close()
+        s.backend.synchronize()
+        self.wall_time = time.perf_counter() - started
+        for w in self.writers:
+            if hasattr(w, "end"):
+                w.end(self)
+        if self.failure is not None:
+            raise self.failure
+        return self

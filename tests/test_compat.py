@@ -1,0 +1,41 @@
+"""Moved modules keep their old import paths for one release, with a DeprecationWarning,
+and the old path gives the very same objects (isinstance and monkeypatching still work)."""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import granular
+from granular import _compat
+
+
+@pytest.mark.parametrize("old,new", sorted(_compat.MOVED.items()))
+def test_a_moved_module_is_the_same_module_under_its_old_name(old, new):
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        mod = importlib.import_module(old)
+    assert mod is importlib.import_module(new)
+    assert mod.__spec__.name == new  # the alias did not rename the real module
+
+
+def test_names_of_a_split_module_are_forwarded_with_a_warning():
+    import granular.simulation as old
+    from granular.particles.system import series_row
+    from granular.run import Simulation
+
+    with pytest.warns(DeprecationWarning, match="granular.run.simulation.Simulation"):
+        assert old.Simulation is Simulation
+    with pytest.warns(DeprecationWarning, match="granular.particles.system.series_row"):
+        assert old.series_row is series_row
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        old.nothing  # noqa: B018
+
+
+def test_the_package_imports_without_deprecation_warnings():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning); import granular, granular.cli, "
+            "granular.ensemble, granular.run, granular.validation")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert granular.__version__
