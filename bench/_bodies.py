@@ -13,20 +13,17 @@ GPU) are printed beside the rates, never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # the old implementations live in tests/reference_bodies
     sys.path.insert(0, ROOT)
 
-import numpy as np  # noqa: E402
 
 import granular as gr  # noqa: E402
 from granular.backend import BackendError  # noqa: E402
+from granular.timing import machine, time_blocks, write_json  # noqa: E402
 
 
 def parser(doc, schemes, default_scheme, sizes="1e3,1e4,1e5"):
@@ -44,15 +41,7 @@ def parser(doc, schemes, default_scheme, sizes="1e3,1e4,1e5"):
 
 def measure(advance, block, n, be, min_time):
     """``advance(k)`` takes k steps of n bodies; returns (steps, seconds, body-steps/s)."""
-    advance(1)  # warm-up: compilation, allocation, first touch
-    be.synchronize()
-    steps, elapsed = 0, 0.0
-    while elapsed < min_time:
-        t0 = time.perf_counter()
-        advance(block)
-        be.synchronize()
-        elapsed += time.perf_counter() - t0
-        steps += block
+    steps, elapsed = time_blocks(advance, be.synchronize, block, min_time)
     return steps, elapsed, n * steps / elapsed
 
 
@@ -67,7 +56,7 @@ def run(args, schemes, make, goals, unit="body-steps/s", per_system=1):
     impls = args.impl.split(",")
     sizes = [int(float(x)) for x in args.sizes.split(",")]
     rows = []
-    print(f"threads: numba {_numba_threads()}; block: {args.block} steps per launch (new)")
+    print(f"threads: numba {machine()['numba_threads']}; block: {args.block} steps per launch (new)")
     print(f"{'backend':<8} {'scheme':<14} {'N':>9} {'old ' + unit:>20} {'new ' + unit:>20} {'speedup':>8} "
           f"{'new ms/step':>12} {'goal':>9}  device")  # fmt: skip
     for name in names:
@@ -98,14 +87,5 @@ def run(args, schemes, make, goals, unit="body-steps/s", per_system=1):
                 print(f"{be.name:<8} {sc:<14} {n:>9} {old:>20.3e} {new:>20.3e} {new / old:>8.1f} {ms:>12.4f} "
                       f"{'' if goal is None else f'{goal:.1e}':>9}  {be.device}", flush=True)  # fmt: skip
     if args.json:
-        meta = {"python": sys.version.split()[0], "platform": platform.platform(), "granular": gr.__version__,
-                "numpy": np.__version__, "cpu_count": os.cpu_count(), "numba_threads": _numba_threads()}  # fmt: skip
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "results": rows}, fh, indent=2)
+        write_json(args.json, rows)
     return rows
-
-
-def _numba_threads():
-    import numba
-
-    return numba.get_num_threads()

@@ -20,7 +20,7 @@ import numpy as np
 
 import granular as gr
 from granular.backend import BackendError
-from granular.shapes import block_impact_builder
+from granular.particles.shapes import block_impact_builder
 from granular.validation.torus_setup import torus_builder
 
 

@@ -22,9 +22,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+from granular.timing import time_steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -39,21 +40,17 @@ SCHEMES = {  # scheme -> (scene, vary)
 
 
 def _system(spec, idx, backend):
-    from granular.bodies.scene_config import parse_bodies
-    from granular.bodies.scene_systems import build_system
+    from granular.bodies.scenes.config import parse_bodies
+    from granular.bodies.scenes.systems import build_system
 
     table, _ = __import__("granular.ensemble", fromlist=["chunk_table"]).chunk_table(spec, 0, 0, idx)
     return build_system(parse_bodies(table), backend)
 
 
 def _time_steps(system, steps, dt, backend):
-    system.step(dt)  # warm-up (JIT, caches)
-    backend.synchronize()
-    t = time.perf_counter()
-    for _ in range(steps):
-        system.step(dt)
-    backend.synchronize()
-    return time.perf_counter() - t
+    """Seconds for ``steps`` steps after one untimed warm-up step (JIT, caches)."""
+    return time_steps(lambda k: system.advance(dt, k), backend.synchronize, first=steps, min_time=0.0,
+                      max_steps=steps)[1]  # fmt: skip
 
 
 def throughput(scheme, ns, steps, loop, backend_name):

@@ -4,23 +4,21 @@ under gravity: ms/step and particle-steps/s per backend and N.
     python bench/bench_integrator.py [--backend cpu|gpu|all] [--sizes 1e3,1e4,1e5,1e6]
                                      [--scheme verlet] [--json out.json]
 
-JIT compilation is excluded (one warm-up step); the device is synchronised inside the
-timed region. Results are printed as a table and optionally saved as JSON with the
+Timed with :func:`granular.timing.time_steps` (the warm-up step outside the timed region,
+the device synchronised inside it). Results are printed as a table and optionally saved as JSON with the
 hardware description.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
-import time
 
 import numpy as np
 
 import granular as gr
 from granular.backend import BackendError
+from granular.timing import time_steps, write_json
 
 
 def bench_one(backend, n, scheme, min_time=1.0):
@@ -31,19 +29,8 @@ def bench_one(backend, n, scheme, min_time=1.0):
     model = b.finalize(backend)
     state = model.state()
     integ = gr.ExplicitIntegrator(scheme)
-    integ.step(model, state, 1e-3)  # warm-up: JIT and force initialisation
     be = model.backend
-    steps, elapsed = 0, 0.0
-    chunk = 1
-    while elapsed < min_time:
-        be.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(chunk):
-            integ.step(model, state, 1e-3)
-        be.synchronize()
-        elapsed += time.perf_counter() - t0
-        steps += chunk
-        chunk *= 2
+    steps, elapsed = time_steps(lambda k: integ.advance(model, state, 1e-3, k), be.synchronize, min_time=min_time)
     return {"backend": be.name, "device": be.device, "simulated": be.simulated, "n": n, "scheme": scheme,
             "steps": steps, "ms_per_step": 1e3 * elapsed / steps, "particle_steps_per_s": n * steps / elapsed}  # fmt: skip
 
@@ -53,6 +40,7 @@ def main(argv=None):
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
     p.add_argument("--sizes", default="1e3,1e4,1e5,1e6")
     p.add_argument("--scheme", default="verlet")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row (default 1)")
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args(argv)
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
@@ -69,13 +57,11 @@ def main(argv=None):
             print(f"{name:<8} skipped: CUDA simulator (not a throughput measurement)")
             continue
         for n in sizes:
-            r = bench_one(be, n, args.scheme)
+            r = bench_one(be, n, args.scheme, args.min_time)
             rows.append(r)
             print(f"{name:<8} {n:>9} {r['ms_per_step']:>10.4f} {r['particle_steps_per_s']:>18.3e}  {r['device']}")
     if args.json:
-        meta = {"python": sys.version.split()[0], "platform": platform.platform(), "granular": gr.__version__}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "results": rows}, fh, indent=2)
+        write_json(args.json, rows)
     return 0
 
 

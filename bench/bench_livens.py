@@ -34,11 +34,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, _THREADS)
 
 import numpy as np  # noqa: E402
-
 from _bodies import parser, run  # noqa: E402
-from granular.bodies import livens_comparators as lc  # noqa: E402
-from granular.bodies import livens_rigid as lr  # noqa: E402
-from granular.bodies.livens_multibody import closed_loop  # noqa: E402
+
+from granular.bodies.livens import comparators as lc  # noqa: E402
+from granular.bodies.livens import rigid as lr  # noqa: E402
+from granular.bodies.livens.multibody import closed_loop  # noqa: E402
 from tests.reference_bodies import livens_array as ref  # noqa: E402
 
 NEW = {"eml": lr.EML, "reml": lr.REML, "null": lr.NullEML, "mpl": lc.MPL, "emh": lc.EMH, "mph": lc.MPH}

@@ -17,12 +17,12 @@ import math
 import sys
 
 import numpy as np
-
 from _bodies import parser, run
-from granular.bodies import directors as dirs
-from granular.bodies.directors import ExternalMoment
-from granular.bodies.dla import NonTwistingDLA
-from granular.bodies.nontwisting import NonTwistingEM
+
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.directors.dla import NonTwistingDLA
+from granular.bodies.directors.nontwisting import NonTwistingEM
+from granular.bodies.directors.schemes import ExternalMoment
 from tests.reference_bodies import directors_array as ref
 
 NEW = {"em": NonTwistingEM, "dla": NonTwistingDLA}

@@ -18,11 +18,11 @@ import math
 import sys
 
 import numpy as np
-
 from _bodies import parser, run
-from granular.bodies import rails as R
-from granular.bodies.rolling_ball import RollingBall
-from granular.bodies.rolling_ball_integrators import RK4, DormandPrince
+
+from granular.bodies.rolling_ball import rails as R
+from granular.bodies.rolling_ball.ball import RollingBall
+from granular.bodies.rolling_ball.integrators import RK4, DormandPrince
 from tests.reference_bodies import rolling_array as ref
 
 H = 1e-3

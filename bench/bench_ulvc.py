@@ -16,9 +16,9 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 from _bodies import parser, run
-from granular.bodies import ulvc
+
+from granular.bodies.ulvc import schemes as ulvc
 from tests.reference_bodies import ulvc_array as ref
 
 J_DIAG = (5.2988, 1.1775, 4.3568)

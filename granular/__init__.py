@@ -15,11 +15,12 @@ Quick start::
     print(gr.diagnostics.energies(model, state))
 """
 
-from . import _compat, diagnostics, rotations, shapes
+from . import _compat, rotations
 from .backend import Backend, BackendError, get_backend
-from .integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
-from .model import Model, ModelBuilder
-from .state import State
+from .particles import diagnostics, shapes
+from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
+from .particles.model import Model, ModelBuilder
+from .particles.state import State
 
 __version__ = "0.1.0"
 

@@ -19,7 +19,35 @@ REMOVED_IN = "0.3"
 
 #: Old module path -> new module path, for modules (and packages) that moved whole.
 MOVED: dict[str, str] = {
+    "granular.bodies.dla": "granular.bodies.directors.dla",
+    "granular.bodies.livens_comparators": "granular.bodies.livens.comparators",
+    "granular.bodies.livens_multibody": "granular.bodies.livens.multibody",
+    "granular.bodies.livens_rigid": "granular.bodies.livens.rigid",
+    "granular.bodies.nontwisting": "granular.bodies.directors.nontwisting",
+    "granular.bodies.rails": "granular.bodies.rolling_ball.rails",
+    "granular.bodies.rolling_ball_integrators": "granular.bodies.rolling_ball.integrators",
+    "granular.bodies.rolling_ball_output": "granular.bodies.rolling_ball.output",
+    "granular.bodies.rolling_ball_reference": "granular.bodies.rolling_ball.reference",
+    "granular.bodies.rolling_disk": "granular.bodies.rolling_ball.disk",
+    "granular.bodies.scene_base": "granular.bodies.scenes.base",
+    "granular.bodies.scene_config": "granular.bodies.scenes.config",
+    "granular.bodies.scene_more": "granular.bodies.scenes.systems",
+    "granular.bodies.scene_schema": "granular.bodies.scenes.schema",
+    "granular.bodies.scene_systems": "granular.bodies.scenes.systems",
+    "granular.bodies.ulvc_coordinates": "granular.bodies.ulvc.coordinates",
+    "granular.diagnostics": "granular.particles.diagnostics",
+    "granular.ensemble_store": "granular.ensemble.store",
+    "granular.forces": "granular.particles.forces",
+    "granular.health": "granular.particles.health",
+    "granular.integrators": "granular.particles.integrators",
+    "granular.model": "granular.particles.model",
+    "granular.neighbors": "granular.particles.neighbors",
     "granular.outdir": "granular.run.folder",
+    "granular.paper_torus": "granular.particles.paper_torus",
+    "granular.scene": "granular.run.scene",
+    "granular.shapes": "granular.particles.shapes",
+    "granular.stability": "granular.particles.stability",
+    "granular.state": "granular.particles.state",
 }
 
 

@@ -36,7 +36,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -44,12 +43,12 @@ import time
 
 import numpy as np
 
-from . import __version__
 from .backend import BackendError, get_backend
-from .integrators import ExplicitIntegrator
-from .model import ModelBuilder
-from .paper_torus import torus_builder
-from .shapes import block_impact_builder, lattice_positions
+from .particles.integrators import ExplicitIntegrator
+from .particles.model import ModelBuilder
+from .particles.paper_torus import torus_builder
+from .particles.shapes import block_impact_builder, lattice_positions
+from .timing import write_json
 
 # ------------------------------------------------------------------- workloads
 
@@ -334,10 +333,7 @@ def run_bench(args) -> int:
                     rows.append(r)
                     _print_row(r)
     if args.json:
-        meta = {"python": sys.version.split()[0], "platform": platform.platform(), "granular": __version__,
-                "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(), "devices": devices}  # fmt: skip
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "results": rows}, fh, indent=2)
+        write_json(args.json, rows, devices=devices)
     return 0
 
 

@@ -21,13 +21,13 @@ import shutil
 
 import numpy as np
 
-from .neighbors import BUCKET_DEPTH
+from .particles.neighbors import BUCKET_DEPTH
 
 #: Bytes of the interpreter, Numba and the libraries, before any particle [host].
 HOST_BASELINE = 300 * 2**20
 #: A CUDA context and the memory pool's slack [device].
 DEVICE_BASELINE = 64 * 2**20
-#: Initial neighbour-list capacity (slots per particle; :class:`granular.neighbors.NeighborList`).
+#: Initial neighbour-list capacity (slots per particle; :class:`granular.particles.neighbors.NeighborList`).
 NEIGHBOR_CAPACITY = 16
 
 

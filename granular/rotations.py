@@ -15,7 +15,7 @@ Rescaled Rodrigues parameters (Baker & Gonzalez, paper 003):
 
 RRP are singular at a rotation angle of π (``|α| → ∞``). The engine therefore keeps
 the *total* orientation of a particle as a unit quaternion and uses RRP only for
-increments, which stay far from π (see ``granular.integrators``).
+increments, which stay far from π (see ``granular.particles.integrators``).
 
 No function here takes ``arccos`` of a value near 1: angles come from ``atan2`` of a
 sine-like and a cosine-like quantity, and every ``f(x)/x`` factor has its limit at 0
@@ -30,6 +30,8 @@ __all__ = [
     "array_module",
     "cross",
     "dot",
+    "matvec",
+    "matvec_t",
     "skew",
     "rrp_to_matrix",
     "rrp_compose",
@@ -78,6 +80,22 @@ def array_module(*arrays):
 def dot(a, b):
     """``a · b`` over the last axis (NumPy or CuPy arrays, broadcasting the leading axes)."""
     return (a * b).sum(axis=-1)
+
+
+def matvec(A, v):
+    """``A v`` over the last two axes, broadcasting the leading ones: (..., m, k) × (..., k)
+    → (..., m) (NumPy or CuPy). A matrix shared by all rows (``A`` of shape (m, k), or
+    (1, m, k) with ``v`` of shape (N, k)) becomes one matrix product ``v Aᵀ``."""
+    if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
+        return v @ A.reshape(A.shape[-2:]).T
+    return (A @ v[..., None])[..., 0]
+
+
+def matvec_t(A, v):
+    """``Aᵀ v`` over the last two axes: (..., m, k) × (..., m) → (..., k) (see :func:`matvec`)."""
+    if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
+        return v @ A.reshape(A.shape[-2:])
+    return (v[..., None, :] @ A)[..., 0, :]
 
 
 def cross(a, b):

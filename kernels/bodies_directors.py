@@ -6,7 +6,7 @@ constraint rows (:func:`em_iteration`); DLA's uses a dense LU of the whole Jacob
 
 :func:`build` compiles them on the helpers of :mod:`kernels.bodies_algebra`; the host side
 (equations, choices, scaling) is :mod:`granular.bodies.directors` (EM) and
-:mod:`granular.bodies.dla`. Directors are stored row-wise, ``d[b, i]`` = d_{i+1}; the
+:mod:`granular.bodies.directors.dla`. Directors are stored row-wise, ``d[b, i]`` = d_{i+1}; the
 unknowns are ``x = (q_{n+1} (9), λ̃ = (h²/2) λ (6)[, μ̃ (1)])``; the six constraints (63)
 are the pairs :data:`PAIRS`.
 
@@ -109,7 +109,7 @@ def build(jit, H):
     @jit
     def assemble(T, nonholonomic, a, h, Em, flags, A, X, Wk, k):
         """``A = [J | -r]`` of the scaled residual of the DLA first half at ``X`` (module
-        docstring of :mod:`granular.bodies.dla`; EM goes through :func:`em_iteration`).
+        docstring of :mod:`granular.bodies.directors.dla`; EM goes through :func:`em_iteration`).
         ``Wk[0]``: ``q_n``, ``Wk[1]``: ``q̇_n``, ``Wk[2]``: the midpoint (filled here),
         ``Wk[3]``: the node moment term ``½h² Q^ext(t_n, q_n)``."""
         half = T(0.5)

@@ -4,7 +4,7 @@ Livens' principle, EML (86)-(93), its size reductions REML (101)-(103) and Null-
 of ``steps`` steps per call, Newton with a dense LU of the body's own Jacobian.
 
 :func:`build` compiles them on the helpers of :mod:`kernels.bodies_algebra`; the host side
-is :mod:`granular.bodies.livens_rigid` and :mod:`granular.bodies.livens_comparators`,
+is :mod:`granular.bodies.livens.rigid` and :mod:`granular.bodies.livens.comparators`,
 whose docstrings give the equations. Quaternion matrices (35) for ``a = (a0, a⃗)``:
 ``G(a) = [-a⃗, a0 I - â]``, ``E(a) = [-a⃗, a0 I + â]`` (3×4, 12-tuples row-major);
 ``w̄`` with ``G(a)ᵀ w = w̄ a`` (4×4, 16-tuples).

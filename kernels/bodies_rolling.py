@@ -3,8 +3,8 @@ on rails, classical RK4 and the per-ball adaptive Dormand-Prince 5(4), and the p
 rolling disk with RK4; one ball per call, a block of steps per call.
 
 :func:`build` compiles them on the helpers of :mod:`kernels.bodies_algebra`. The host
-side is :mod:`granular.bodies.rolling_ball_integrators` (equations in
-:mod:`granular.bodies.rolling_ball` and :mod:`granular.bodies.rolling_disk`).
+side is :mod:`granular.bodies.rolling_ball.integrators` (equations in
+:mod:`granular.bodies.rolling_ball` and :mod:`granular.bodies.rolling_ball.disk`).
 
 Arrays (``N`` balls, ``B`` = 1 or N rows, ``K`` masses):
 
@@ -29,11 +29,11 @@ Arrays (``N`` balls, ``B`` = 1 or N rows, ``K`` masses):
 from types import SimpleNamespace
 
 NOT_FINITE, STEP_UNDERFLOW, TOO_MANY_STEPS = 3, 4, 5
-# failure quantities beyond the 15 state columns (granular.bodies.rolling_ball_integrators)
+# failure quantities beyond the 15 state columns (granular.bodies.rolling_ball.integrators)
 QUANTITY_H, QUANTITY_MAX_STEPS = 15, 16
 CIRCLE, ELLIPSE, FIGURE_EIGHT, LINE, FOURIER = 0, 1, 2, 3, 4
 
-# Dormand & Prince (1980), RK5(4)7FM (the table of granular.bodies.rolling_ball_integrators)
+# Dormand & Prince (1980), RK5(4)7FM (the table of granular.bodies.rolling_ball.integrators)
 A21 = 1 / 5
 A31, A32 = 3 / 40, 9 / 40
 A41, A42, A43 = 44 / 45, -56 / 15, 32 / 9
@@ -477,7 +477,7 @@ def build(jit, H):
                       force_mode, force_x, force_tab, ftab_row):  # fmt: skip
         """``ψ̈ = [r F_1 - Σ m_i (s_i3 a_i1 - s_i1 a_i3)] / [d2 + Σ m_i (s_i1² + s_i3²)]`` with
         ``s_i = (ζ_i1 - r sin ψ, ζ_i3 + r cos ψ)``, ``a_i1 = -g sin ψ - ψ̇² ζ_i1 + 2ψ̇ ζ̇_i3 + ζ̈_i1``,
-        ``a_i3 = g cos ψ - ψ̇² ζ_i3 - 2ψ̇ ζ̇_i1 + ζ̈_i3`` (App. C, :mod:`granular.bodies.rolling_disk`)."""
+        ``a_i3 = g cos ψ - ψ̇² ζ_i3 - 2ψ̇ ζ̇_i1 + ζ̈_i3`` (App. C, :mod:`granular.bodies.rolling_ball.disk`)."""
         sn, cs = sin(psi), cos(psi)
         r = radius[row(radius, i)]
         bm = row(m_all, i)

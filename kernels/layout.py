@@ -11,7 +11,7 @@ precision. Units are consistent units of length, time and mass.
     ``x`` (N, 3) position; ``v`` (N, 3) velocity; ``q`` (N, 4) unit quaternion;
     ``omega`` (N, 3) spatial angular velocity Ω; ``F`` (N, 3) force and ``RM`` (N, 3)
     spatial moment at the current configuration; ``broken`` (B,) int8, 1 once a bond
-    broke; ``released`` (B,) the energy each broken bond had when it broke [energy].
+    broke; ``released`` (B,) the energy each broken bond had when it broke [M L²/T²].
     With the dissipative contact law (``Contacts.law``), else one-row placeholders:
     ``vp``, ``wp`` (N, 6) the velocities the dissipative forces see (written by the
     advance pass, read by the force pass; columns 0-2 the dashpots', 3-5 the drift
@@ -23,29 +23,29 @@ precision. Units are consistent units of length, time and mass.
     pass reads one byte, not a slot's 64-byte springs, for each listed pair that does not
     touch; ``whist`` (N, W, 8) the springs of the wall contacts;
     ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal
-    damping, friction slip, rolling, twisting; each end of a pair books half) [energy];
+    damping, friction slip, rolling, twisting; each end of a pair books half) [M L²/T²];
     ``nbr``, ``count``, ``x_ref``: the neighbour list the springs are keyed to (the same
     arrays as in ``Contacts``), saved and restored with them.
 
 ``Particles``: fixed per-particle parameters
-    ``mass`` (N,) [mass]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
-    ``radius`` (N,) [length].
+    ``mass`` (N,) [M]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
+    ``radius`` (N,) [L].
 
 ``Bonds``: binder bonds (paper 003, Sect. 4)
     ``offsets`` (N+1,) int64 and ``incident`` (2B,) int64: CSR list of each particle's
     bonds in a canonical geometric order; ``a``, ``b`` (B,) int64 the two ends;
     ``rest_length`` (B,); ``n0a``, ``n0b`` (B, 3) the reference bond direction in the
     body frames of ``a`` and ``b``; ``qref`` (B, 4) the reference relative rotation;
-    ``ka``, ``ks``, ``km`` (B,) stiffnesses [energy]; ``strain_max``, ``angle_max`` (B,)
+    ``ka``, ``ks``, ``km`` (B,) stiffnesses [M L²/T²]; ``strain_max``, ``angle_max`` (B,)
     breakage thresholds (inf: never); ``can_break`` bool; ``skip_contacts`` bool: bonded
     pairs do not interact by contact; ``terms`` (B, 9) per-bond buffer ``(F_a, RM_a,
     RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself.
 
 ``Contacts``: Hertz particle-particle contact (56)-(57)
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``); ``kpp``
-    stiffness [energy]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
+    stiffness [M L²/T²]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
     ascending; ``count`` (N,) int32 entries of each row (may exceed the capacity: then the
-    list overflowed); ``x_ref`` (N, 3) positions at the last build; ``skin`` [length];
+    list overflowed); ``x_ref`` (N, 3) positions at the last build; ``skin`` [L];
     ``skin_half2`` = (skin/2)².
 
 ``Grid``: the hash grid the neighbour list is built from
@@ -55,7 +55,7 @@ precision. Units are consistent units of length, time and mass.
 
 ``Walls``: planar walls ``n·x = c``
     ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n`` into the allowed side;
-    ``k`` (W,) stiffness [energy]; ``mat`` (W,) int32 each wall's material (the
+    ``k`` (W,) stiffness [M L²/T²]; ``mat`` (W,) int32 each wall's material (the
     dissipative law).
 
 ``Fields``: uniform gravity and the 3D pendulum (39)

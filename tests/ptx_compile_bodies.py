@@ -18,12 +18,15 @@ import numba.cuda.dispatcher as dispatcher
 import numpy as np
 from numba import cuda
 
-from granular.bodies import directors as dirs
-from granular.bodies import dla, livens_comparators, livens_rigid, nontwisting, ulvc
-from granular.bodies.rails import CircleRail, ConstantSpeed, FourierRail, Harmonic, LineRail
-from granular.bodies.rolling_ball import HarmonicForce, RollingBall
-from granular.bodies.rolling_ball_integrators import RK4, DormandPrince
-from granular.bodies.rolling_disk import RollingDisk, RollingDiskRK4
+from granular.bodies.directors import dla, nontwisting
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.livens import comparators as livens_comparators
+from granular.bodies.livens import rigid as livens_rigid
+from granular.bodies.rolling_ball.ball import HarmonicForce, RollingBall
+from granular.bodies.rolling_ball.disk import RollingDisk, RollingDiskRK4
+from granular.bodies.rolling_ball.integrators import RK4, DormandPrince
+from granular.bodies.rolling_ball.rails import CircleRail, ConstantSpeed, FourierRail, Harmonic, LineRail
+from granular.bodies.ulvc import schemes as ulvc
 
 # numba-cuda asks the (absent) device for its compute capability while compiling
 dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(9, 0))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import granular as gr
-from granular import diagnostics as diag
 from granular import rotations as rot
-from granular.forces import forces_at
+from granular.particles import diagnostics as diag
+from granular.particles.forces import forces_at
 from granular.validation import torus_setup as T
 
 DATA = json.loads((pathlib.Path(__file__).parent / "data" / "binder.json").read_text())

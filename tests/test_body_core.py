@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from granular.bodies import core
-from granular.bodies import directors as dirs
-from granular.bodies import ulvc
 from granular.bodies.core import REGISTRY, BodyError, NewtonError, NonFiniteBodyError, Scheme, scheme_class
-from granular.bodies.livens_rigid import EML
-from granular.bodies.rails import CircleRail, ConstantSpeed
-from granular.bodies.rolling_ball import RollingBall
-from granular.bodies.rolling_disk import RollingDisk
-from granular.integrators import IntegrationError, NonFiniteError
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.livens.rigid import EML
+from granular.bodies.rolling_ball.ball import RollingBall
+from granular.bodies.rolling_ball.disk import RollingDisk
+from granular.bodies.rolling_ball.rails import CircleRail, ConstantSpeed
+from granular.bodies.ulvc import schemes as ulvc
+from granular.particles.integrators import IntegrationError, NonFiniteError
 
 
 def test_every_registered_name_resolves_to_its_scheme():

@@ -18,7 +18,7 @@ import pytest
 
 from granular import cli
 from granular.io import load_checkpoint, read_series
-from granular.scene import SceneError, load_scene, parse_scene
+from granular.run.scene import SceneError, load_scene, parse_scene
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SCENE_DIR = os.path.join(ROOT, "scenes")
@@ -133,7 +133,7 @@ def _compare(series, recs):
 
 
 def _nontwisting(case):
-    from granular.bodies import directors as dirs
+    from granular.bodies.directors import schemes as dirs
     from granular.validation import nontwisting as nt
 
     sch, s = nt.build(cases=(case,))
@@ -153,7 +153,7 @@ def _nontwisting(case):
 
 def _ulvc():
     from granular import rotations as rot
-    from granular.bodies import ulvc
+    from granular.bodies.ulvc import schemes as ulvc
     from granular.validation import ulvc as vu
 
     bodies = vu.build_bodies()
@@ -174,7 +174,7 @@ def _ulvc():
 
 
 def _livens(name):
-    from granular.bodies.livens_rigid import EML
+    from granular.bodies.livens.rigid import EML
 
     if name == "livens_free_body":
         sch = EML(np.diag([6.0, 8.0, 3.0]), n=1, rtol=1e-9)
@@ -198,7 +198,7 @@ def _livens(name):
 
 
 def _rolling_ball():
-    from granular.bodies.rolling_ball_integrators import RK4
+    from granular.bodies.rolling_ball.integrators import RK4
     from granular.validation.rollingball import scene_circle
 
     ball, s, _ = scene_circle()
@@ -216,7 +216,7 @@ def _rolling_ball():
 
 
 def _directors_batch():
-    from granular.bodies.directors import DirectorEM
+    from granular.bodies.directors.schemes import DirectorEM
     from granular.validation.nontwisting import INERTIA
 
     n = 1000
@@ -365,7 +365,7 @@ def test_bodies_and_particles_do_not_mix(extra):
 
 
 def test_valid_tables_resolve_to_one_row_per_body():
-    from granular.bodies.scene_config import parse_bodies
+    from granular.bodies.scenes.config import parse_bodies
 
     cfg = parse_bodies({"scheme": "directors", "inertia": [[[3.0, 0, 0], [0, 4.0, 0], [0, 0, 5.0]]] * 2,
                         "omega_body": [1.0, 2.0, 3.0], "rotvec": [[0.0, 0.0, 0.0], [0.0, 0.0, math.pi / 2]],
@@ -420,7 +420,7 @@ def test_cli_precision_float32_is_refused(tmp_path, capsys):
 
 
 def test_cli_newton_failure_exits_1_and_keeps_the_last_good_state(tmp_path, capsys):
-    # the DLA comparator has no solution for h |omega| > 1 (granular.bodies.dla)
+    # the DLA comparator has no solution for h |omega| > 1 (granular.bodies.directors.dla)
     data = bodies(variant="dla", load="none")
     data["run"] = {"dt": 0.1, "steps": 3}
     path = _write(tmp_path, data)
@@ -494,8 +494,8 @@ VARIANTS = [
 @pytest.mark.parametrize("table", VARIANTS, ids=[f"{t['scheme']}-{t.get('variant', '')}" for t in VARIANTS])
 def test_every_variant_builds_steps_and_reports(table):
     from granular.backend import get_backend
-    from granular.bodies.scene_config import parse_bodies
-    from granular.bodies.scene_systems import build_system
+    from granular.bodies.scenes.config import parse_bodies
+    from granular.bodies.scenes.systems import build_system
 
     system = build_system(parse_bodies(table), get_backend("cpu"))
     rows = [system.series()]

@@ -14,7 +14,7 @@ import pytest
 import granular as gr
 from granular.io import load_checkpoint, read_series, save_checkpoint
 from granular.particles.system import DISSIPATED, frame_data, restore_state, state_arrays
-from granular.scene import SceneError, build_model, parse_scene
+from granular.run.scene import SceneError, build_model, parse_scene
 from granular.validation import contacts as study
 from kernels import laws
 
@@ -94,7 +94,7 @@ def test_builder_refuses_mixed_laws():
 
 
 def test_mixing_and_the_tsuji_factor():
-    from granular.forces.materials import Material, mix, tsuji_alpha
+    from granular.particles.forces.materials import Material, mix, tsuji_alpha
 
     a, b = Material(7e10, 0.25, restitution=0.9, friction=0.4), Material(2e11, 0.3, restitution=0.4, friction=0.1)
     row = mix(a, b)
@@ -274,7 +274,7 @@ def test_health_snapshot_restores_the_springs():
     """The run's last-good snapshot (taken at each output, put back on a failure) holds
     the neighbour list with its springs: advancing from a restored snapshot repeats the
     same steps bit for bit."""
-    from granular.health import Snapshot
+    from granular.particles.health import Snapshot
     from granular.particles.system import STATE_ARRAYS
 
     model, _ = build_model(parse_scene(copy.deepcopy(SCENE)), backend="cpu")

@@ -5,11 +5,11 @@ order 2 against SciPy on Euler's equations, analytic Jacobian, input errors."""
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
 from granular import rotations as rot
-from granular.bodies import directors as dirs
-from granular.bodies.directors import DirectorEM, ExternalMoment
-from granular.bodies.dla import DirectorDLA
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.directors.dla import DirectorDLA
+from granular.bodies.directors.schemes import DirectorEM, ExternalMoment
+from granular.particles import diagnostics as diag
 from tests.reference_bodies import directors_array as ref
 
 solve_ivp = pytest.importorskip("scipy.integrate").solve_ivp

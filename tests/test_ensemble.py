@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from granular import ensemble as ens
-from granular.scene import load_scene
+from granular.run.scene import load_scene
 
 SCENES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenes")
 ULVC = os.path.join(SCENES, "ulvc_unstable_rotation.toml")
@@ -80,8 +80,8 @@ def test_heavy_top_invariants_and_unstable_rotation_flip():
 def _single(scene_path, row, vary_fields, steps):
     """Run one body through the plain scene machinery with the row's sampled values."""
     from granular.backend import get_backend
-    from granular.bodies.scene_config import parse_bodies
-    from granular.bodies.scene_systems import build_system
+    from granular.bodies.scenes.config import parse_bodies
+    from granular.bodies.scenes.systems import build_system
     from granular.rotations import quat_from_matrix
 
     scene = load_scene(scene_path)
@@ -145,7 +145,7 @@ def test_file_distribution(tmp_path):
     ],
 )
 def test_bad_specs(spec, match):
-    from granular.scene import SceneError
+    from granular.run.scene import SceneError
 
     with pytest.raises((ens.EnsembleSpecError, SceneError), match=match):
         ens.run_ensemble(ULVC, 3, [spec], seed=0, steps=1)

@@ -118,7 +118,7 @@ def test_documented_heavy_top_example_samples_steady_precession(tmp_path):
     rows = np.load(tmp_path / "tops.npy")
     assert rows.shape == (16, 3)
     # the scene's own top is one of this family: omega_p = 10 gives its omega
-    from granular.scene import load_scene
+    from granular.run.scene import load_scene
 
     scene = load_scene(TOP)
     wp = rows[:, 2] - rows[:, 1] / -np.tan(np.pi / 3)  # omega_z = wp + ws cos, omega_y = -ws sin

@@ -9,7 +9,7 @@ import pytest
 
 import granular as gr
 from granular import rotations as rot
-from granular.forces import forces_at
+from granular.particles.forces import forces_at
 
 DATA = json.loads((pathlib.Path(__file__).parent / "data" / "fields.json").read_text())
 

@@ -11,12 +11,12 @@ import pytest
 from test_stability import scene_with
 
 from granular import cli
-from granular import diagnostics as diag
-from granular.health import HealthCheck, Snapshot
 from granular.io import load_checkpoint, read_series
-from granular.model import ModelBuilder
+from granular.particles import diagnostics as diag
+from granular.particles.health import HealthCheck, Snapshot
+from granular.particles.model import ModelBuilder
 from granular.particles.system import STATE_ARRAYS, restore_state, series_row
-from granular.scene import build_model, load_scene
+from granular.run.scene import build_model, load_scene
 
 
 def checkpoint_energy(scene_path, out):

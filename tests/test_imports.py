@@ -109,8 +109,8 @@ def test_the_graph_is_read(graph):
     # the walk sees the package: the CLI imports the run command, which imports the
     # integrators, and a study imports the model
     assert "granular.run.command" in graph["granular.cli"]
-    assert "granular.integrators" in graph["granular.run.simulation"]
-    assert any(t.startswith("granular.model") for t in graph["granular.validation.pile"])
+    assert "granular.particles.integrators" in graph["granular.run.simulation"]
+    assert any(t.startswith("granular.particles.model") for t in graph["granular.validation.pile"])
 
 
 def test_no_import_cycles(graph):

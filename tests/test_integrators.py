@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import granular as gr
-from granular import diagnostics as diag
 from granular import rotations as rot
+from granular.particles import diagnostics as diag
 
 SCHEMES = ["exact", "verlet", "campello"]
 

@@ -6,7 +6,7 @@ Each of 100 steps is compared from the same state (the reference's): the kernel'
 matches the reference's to 1e-13 in every state array, with the same Newton iteration
 counts. Over the whole trajectory the two differ by the rounding that the scheme itself
 amplifies (node velocities carry an undamped alternating mode, (2/h) times the rounding
-of q per step, see granular.bodies.livens_rigid); the trajectory check is therefore at
+of q per step, see granular.bodies.livens.rigid); the trajectory check is therefore at
 the size of the reference's own response to a perturbation of 1e-15, measured here.
 Also: blocks equal single steps bit for bit, a batch equals its bodies one by one bit for
 bit, and a Newton failure names the body and leaves every body at the step before."""
@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pytest
 
-from granular.bodies import directors as dirs
-from granular.bodies import dla, nontwisting
-from granular.bodies import livens_comparators as lc
-from granular.bodies import livens_rigid as lr
 from granular.bodies.core import NewtonError
-from granular.bodies.directors import ExternalMoment
+from granular.bodies.directors import dla, nontwisting
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.directors.schemes import ExternalMoment
+from granular.bodies.livens import comparators as lc
+from granular.bodies.livens import rigid as lr
 from tests.reference_bodies import directors_array as dref
 from tests.reference_bodies import livens_array as lref
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from granular.bodies import rails as R
 from granular.bodies.core import NonFiniteBodyError
-from granular.bodies.rolling_ball import HarmonicForce, RollingBall
-from granular.bodies.rolling_ball_integrators import RK4, DormandPrince
-from granular.bodies.rolling_disk import RollingDisk, RollingDiskRK4
+from granular.bodies.rolling_ball import rails as R
+from granular.bodies.rolling_ball.ball import HarmonicForce, RollingBall
+from granular.bodies.rolling_ball.disk import RollingDisk, RollingDiskRK4
+from granular.bodies.rolling_ball.integrators import RK4, DormandPrince
 from granular.validation import rollingball as study
 from tests.reference_bodies import rolling_array as ref
 

@@ -8,8 +8,8 @@ import pytest
 
 from granular import rotations as rot
 from granular.backend import get_backend
-from granular.bodies import ulvc
 from granular.bodies.core import NonFiniteBodyError
+from granular.bodies.ulvc import schemes as ulvc
 from tests.reference_bodies import ulvc_array as ref
 
 STEPS = 100

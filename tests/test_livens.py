@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
 from granular.bodies.livens import (
     GONZALEZ_CUTOFF,
     LivensEM,
@@ -17,6 +16,7 @@ from granular.bodies.livens import (
     gonzalez_gradient,
     gonzalez_jacobian,
 )
+from granular.particles import diagnostics as diag
 from granular.validation import livens as study
 
 solve_ivp = pytest.importorskip("scipy.integrate").solve_ivp

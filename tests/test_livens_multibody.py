@@ -7,9 +7,9 @@ alone; input errors."""
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
-from granular.bodies.livens_multibody import BodyLoads, MultibodyEML, SphericalJoint, closed_loop
-from granular.bodies.livens_rigid import point_position, rotation_matrix
+from granular.bodies.livens.multibody import BodyLoads, MultibodyEML, SphericalJoint, closed_loop
+from granular.bodies.livens.rigid import point_position, rotation_matrix
+from granular.particles import diagnostics as diag
 from granular.validation import livens as study
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from granular import rotations as rot
-from granular.bodies import livens_rigid as lr
-from granular.bodies.livens_comparators import EMH, MPH, MPL, omega_tilde
-from granular.bodies.livens_rigid import EML, REML, NullEML
+from granular.bodies.livens import rigid as lr
+from granular.bodies.livens.comparators import EMH, MPH, MPL, omega_tilde
+from granular.bodies.livens.rigid import EML, REML, NullEML
 from granular.bodies.newton import NewtonError
 from granular.validation import livens as study
 from tests.reference_bodies import livens_array as ref

@@ -5,8 +5,8 @@ import pytest
 
 import granular as gr
 from granular.backend import get_backend
-from granular.forces import forces_at
-from granular.neighbors import NeighborList
+from granular.particles.forces import forces_at
+from granular.particles.neighbors import NeighborList
 from granular.validation import torus_setup as T
 
 

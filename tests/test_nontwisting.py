@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
-from granular.bodies import directors as dirs
-from granular.bodies.directors import ExternalMoment
-from granular.bodies.dla import NonTwistingDLA
+from granular.bodies.directors import schemes as dirs
+from granular.bodies.directors.dla import NonTwistingDLA
+from granular.bodies.directors.nontwisting import NonTwistingEM
+from granular.bodies.directors.schemes import ExternalMoment
 from granular.bodies.newton import NewtonError
-from granular.bodies.nontwisting import NonTwistingEM
+from granular.particles import diagnostics as diag
 from granular.validation import nontwisting as study
 from tests.reference_bodies import directors_array as ref
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import granular as gr
-from granular import diagnostics as diag
 from granular import rotations as rot
+from granular.particles import diagnostics as diag
 from granular.validation import pendulum as study
 
 solve_ivp = pytest.importorskip("scipy.integrate").solve_ivp

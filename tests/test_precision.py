@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import granular as gr
-from granular import diagnostics as diag
-from granular.scene import build_model, load_scene
+from granular.particles import diagnostics as diag
+from granular.run.scene import build_model, load_scene
 from granular.validation import torus_setup as T
 
 

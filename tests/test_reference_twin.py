@@ -3,14 +3,13 @@ forces, moments and energies on the torus and on a 10^3 block (1e-12 relative)."
 
 import numpy as np
 import pytest
+import reference_forces as ref
 
 import granular as gr
 from granular import rotations as rot
-from granular.forces import forces_at
-from granular.shapes import block_impact_builder
+from granular.particles.forces import forces_at
+from granular.particles.shapes import block_impact_builder
 from granular.validation import torus_setup as T
-
-import reference_forces as ref
 
 
 def loaded_state(builder_fn, steps, h):

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
 from granular import rotations as rot
-from granular.bodies import rails as R
-from granular.bodies.rolling_ball import RollingBall
-from granular.bodies.rolling_ball_integrators import RK4, DormandPrince
-from granular.bodies.rolling_ball_reference import newton_euler_reference
-from granular.bodies.rolling_disk import RollingDisk, RollingDiskRK4
-from granular.integrators import IntegrationError, NonFiniteError
+from granular.bodies.rolling_ball import rails as R
+from granular.bodies.rolling_ball.ball import RollingBall
+from granular.bodies.rolling_ball.disk import RollingDisk, RollingDiskRK4
+from granular.bodies.rolling_ball.integrators import RK4, DormandPrince
+from granular.bodies.rolling_ball.reference import newton_euler_reference
+from granular.particles import diagnostics as diag
+from granular.particles.integrators import IntegrationError, NonFiniteError
 from granular.validation import rollingball as study
 
 pytest.importorskip("scipy.integrate")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from granular import rotations as rot
-from granular.bodies.rolling_ball_integrators import RK4
-from granular.bodies.rolling_ball_output import contact_points, frame_arrays, frame_mesh
+from granular.bodies.rolling_ball.integrators import RK4
+from granular.bodies.rolling_ball.output import contact_points, frame_arrays, frame_mesh
 from granular.validation import rollingball as study
 
 meshio = pytest.importorskip("meshio")

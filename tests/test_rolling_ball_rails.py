@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from granular.bodies import rails as R
+from granular.bodies.rolling_ball import rails as R
 from granular.validation.rollingball import fourier_rail, random_actuation
 
 S2 = 1 / math.sqrt(2)

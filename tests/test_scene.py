@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from granular.scene import SceneError, build_model, load_scene, parse_scene
+from granular.run.scene import SceneError, build_model, load_scene, parse_scene
 
 SCENES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "scenes", "*.toml")))
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from granular import cli
-from granular.scene import SceneError, build_model, parse_scene
+from granular.run.scene import SceneError, build_model, parse_scene
 
 BASE = {
     "name": "t",

@@ -1,4 +1,4 @@
-"""The stable-step estimate (granular.stability) against exact modes and measured limits,
+"""The stable-step estimate (granular.particles.stability) against exact modes and measured limits,
 and its use at setup: a step above it is refused unless the scene or the command line
 says to go on (issue 15, item 1)."""
 
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from granular import cli
-from granular import diagnostics as diag
-from granular.integrators import ExplicitIntegrator, IntegrationError
-from granular.model import ModelBuilder
-from granular.shapes import add_torus
-from granular.stability import CONTACT_OVERLAP, collision_overlap, estimate_stable_step, hertz_stiffness
+from granular.particles import diagnostics as diag
+from granular.particles.integrators import ExplicitIntegrator, IntegrationError
+from granular.particles.model import ModelBuilder
+from granular.particles.shapes import add_torus
+from granular.particles.stability import CONTACT_OVERLAP, collision_overlap, estimate_stable_step, hertz_stiffness
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TORUS = os.path.join(ROOT, "scenes", "torus_impact.toml")
@@ -105,7 +105,7 @@ def test_torus_ring_estimate_matches_the_measured_limit():
 def test_torus_impact_estimate_is_below_the_measured_limit():
     """With the wall and the contacts between bonded neighbours the stiffest mode is the
     Hertz contact; the estimate (2.8e-3) is below the measured limit (stable at 3e-3)."""
-    from granular.scene import build_model, load_scene
+    from granular.run.scene import build_model, load_scene
 
     model, run = build_model(load_scene(TORUS), backend="cpu")
     est = estimate_stable_step(model, scheme=run.integrator)
@@ -117,7 +117,7 @@ def test_torus_impact_estimate_is_below_the_measured_limit():
 
 @pytest.mark.long
 def test_torus_impact_measured_limit():
-    from granular.scene import build_model, load_scene
+    from granular.run.scene import build_model, load_scene
 
     model, _ = build_model(load_scene(TORUS), backend="cpu")
     assert max_energy_error(model, 3e-3, 10.0) < 0.2

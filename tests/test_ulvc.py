@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from granular import diagnostics as diag
 from granular import rotations as rot
-from granular.bodies import ulvc
-from granular.integrators import NonFiniteError
+from granular.bodies.ulvc import schemes as ulvc
+from granular.particles import diagnostics as diag
+from granular.particles.integrators import NonFiniteError
 from granular.validation import ulvc as study
 
 solve_ivp = pytest.importorskip("scipy.integrate").solve_ivp

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..backend import resolve_backend
 from ..checks import check_step, count
-from ..integrators import IntegrationError, NonFiniteError
+from ..particles.integrators import IntegrationError, NonFiniteError
 
 __all__ = [
     "BodyError",
@@ -323,20 +323,20 @@ class Scheme:
 #: scheme name -> (module, class name); the class is imported on first use
 REGISTRY = {
     "directors em": ("granular.bodies.directors", "DirectorEM"),
-    "directors dla": ("granular.bodies.dla", "DirectorDLA"),
-    "nontwisting em": ("granular.bodies.nontwisting", "NonTwistingEM"),
-    "nontwisting dla": ("granular.bodies.dla", "NonTwistingDLA"),
+    "directors dla": ("granular.bodies.directors.dla", "DirectorDLA"),
+    "nontwisting em": ("granular.bodies.directors.nontwisting", "NonTwistingEM"),
+    "nontwisting dla": ("granular.bodies.directors.dla", "NonTwistingDLA"),
     "ulvc rk4": ("granular.bodies.ulvc", "LieGroupRK4"),
     "ulvc reference": ("granular.bodies.ulvc", "NewtonEulerRK4"),
-    "livens eml": ("granular.bodies.livens_rigid", "EML"),
-    "livens reml": ("granular.bodies.livens_rigid", "REML"),
-    "livens null-eml": ("granular.bodies.livens_rigid", "NullEML"),
-    "livens mpl": ("granular.bodies.livens_comparators", "MPL"),
-    "livens emh": ("granular.bodies.livens_comparators", "EMH"),
-    "livens mph": ("granular.bodies.livens_comparators", "MPH"),
-    "rolling_ball rk4": ("granular.bodies.rolling_ball_integrators", "RK4"),
-    "rolling_ball dopri5": ("granular.bodies.rolling_ball_integrators", "DormandPrince"),
-    "rolling_disk rk4": ("granular.bodies.rolling_disk", "RollingDiskRK4"),
+    "livens eml": ("granular.bodies.livens.rigid", "EML"),
+    "livens reml": ("granular.bodies.livens.rigid", "REML"),
+    "livens null-eml": ("granular.bodies.livens.rigid", "NullEML"),
+    "livens mpl": ("granular.bodies.livens.comparators", "MPL"),
+    "livens emh": ("granular.bodies.livens.comparators", "EMH"),
+    "livens mph": ("granular.bodies.livens.comparators", "MPH"),
+    "rolling_ball rk4": ("granular.bodies.rolling_ball.integrators", "RK4"),
+    "rolling_ball dopri5": ("granular.bodies.rolling_ball.integrators", "DormandPrince"),
+    "rolling_disk rk4": ("granular.bodies.rolling_ball.disk", "RollingDiskRK4"),
 }
 
 

@@ -226,7 +226,7 @@ class FrameWriter:
         """Write the next frame and list it in ``frames.pvd``; returns the frame's path.
 
         ``time``: float, strictly greater than the previous frame's time.
-        ``points``: (N, 3) float, particle centres [length].
+        ``points``: (N, 3) float, particle centres [L].
         ``point_data``: name -> (N,) or (N, k) array per particle (float32/64, integer or
         bool; bool is stored as uint8), e.g. ``radius`` (N,), ``velocity`` (N, 3).
         ``lines``: (B, 2) integer particle indices of the bonds, or None for no bonds.
@@ -306,7 +306,7 @@ def write_walls(out_dir: str, planes, center, size: float) -> str | None:
     ``planes``: (W, 4) float, rows ``[n1, n2, n3, c]`` of the walls ``n·x = c`` with unit
     ``n`` (the side the particles may occupy).
     ``center``: (3,) float, the point the walls are drawn around, e.g. the particles' centroid.
-    ``size``: side length of each square [length], > 0.
+    ``size``: side length of each square [L], > 0.
 
     Each wall is a ``quad`` cell centred at the projection of ``center`` onto its plane,
     with its corners counter-clockwise about ``n`` (so the quad's normal is ``n``). Cell

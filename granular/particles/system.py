@@ -2,7 +2,7 @@
 
 :class:`ParticleSystem` joins a model, its state and an integrator, and gives the runner
 what it needs: blocks of steps on the device, series rows, frames, the health check and
-the kept state (:mod:`granular.health`), and the arrays of a checkpoint.
+the kept state (:mod:`granular.particles.health`), and the arrays of a checkpoint.
 
 The frame's point data: ``id``, ``radius``, ``mass``, ``inertia``, ``velocity``,
 ``angular_velocity`` (spatial), ``d1``, ``d2``, ``d3`` (the columns of ``R``, for glyphs),
@@ -21,9 +21,9 @@ import numpy as np
 
 from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 
-from .. import diagnostics as diag
-from ..health import ENERGY_TOLERANCE, HealthCheck, Snapshot
 from ..io import write_walls
+from . import diagnostics as diag
+from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
 
@@ -175,12 +175,12 @@ def restore_state(model, state, arrays) -> None:
 
 class ParticleSystem:
     """A model and its state advanced by ``integrator`` (an
-    :class:`~granular.integrators.ExplicitIntegrator`), for the run loop.
+    :class:`~granular.particles.integrators.ExplicitIntegrator`), for the run loop.
 
     ``energy_tolerance``: the health check's (``[run] energy_tolerance``);
     ``health_start``: a resumed run's checkpoint ``meta["health"]`` (the start values the
     check compares against); ``stable_step``: the setup's
-    :class:`~granular.stability.StepEstimate`, reported in the start event and ``run.json``."""
+    :class:`~granular.particles.stability.StepEstimate`, reported in the start event and ``run.json``."""
 
     def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None):
         self.model, self.state, self.integrator = model, state, integrator

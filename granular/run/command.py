@@ -6,7 +6,7 @@ checkpoint that cannot continue this scene, an earlier run in ``--out`` without
 ``--overwrite``, an unwritable or full ``--out``, a step above the stable-step estimate)
 refuses it with status 2 before anything in ``--out`` is deleted or written. Then the
 system (:class:`~granular.particles.system.ParticleSystem` or a body adapter of
-:mod:`granular.bodies.scene_systems`) runs in a :class:`~granular.run.runner.Runner`
+:mod:`granular.bodies.scenes.systems`) runs in a :class:`~granular.run.runner.Runner`
 with the run folder's writers (:mod:`granular.run.writers`): status 0 when it finished,
 1 when a step or a health check failed (the last good state is the checkpoint), 130 when
 a signal stopped it (after writing a checkpoint).
@@ -18,17 +18,17 @@ import os
 import sys
 
 from ..backend import BackendError, get_backend
-from ..bodies.scene_config import parse_bodies
-from ..bodies.scene_systems import build_system
+from ..bodies.scenes.config import parse_bodies
+from ..bodies.scenes.systems import build_system
 from ..errors import IntegrationError, SceneError
 from ..io import CheckpointError, load_checkpoint
+from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
 from ..resources import check_writable
-from ..scene import build_model, load_scene
-from ..stability import estimate_stable_step
 from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir, resume_problem, total_steps
 from .progress import Progress, long_run_refused
 from .runner import Runner
+from .scene import build_model, load_scene
 from .simulation import Simulation
 from .writers import checkpoint_path, folder_writers
 
@@ -62,7 +62,7 @@ def _bodies(scene, args):
         raise Refused(f"granular run: --precision {precision!r} is not available for [bodies] scenes; "
                       "allowed: float64")  # fmt: skip
     try:
-        cfg = parse_bodies(scene.bodies, source)
+        config = parse_bodies(scene.bodies, source)
     except SceneError as exc:
         raise Refused(str(exc)) from None
     try:
@@ -70,7 +70,7 @@ def _bodies(scene, args):
     except (BackendError, ValueError) as exc:
         raise Refused(f"granular run: {exc}") from None
     try:
-        return build_system(cfg, backend)
+        return build_system(config, backend)
     except ValueError as exc:
         raise Refused(f"{source}: 1 error(s)\n  bodies: {exc}") from None
 

@@ -4,7 +4,7 @@ It joins a model and state (:class:`~granular.particles.system.ParticleSystem`),
 run loop (:class:`~granular.run.runner.Runner`) and the run folder's writers
 (:mod:`granular.run.writers`, whose docstring lists the files). The run advances in
 blocks of steps between output events; at each event the state is checked
-(:mod:`granular.health`) before anything is written, and a copy of the last state that
+(:mod:`granular.particles.health`) before anything is written, and a copy of the last state that
 passed is kept on the backend, so a failed check or step writes that state, never the
 exploded one, as the checkpoint. SIGINT (Ctrl-C) and SIGTERM stop after the current
 block, write a checkpoint and return with ``interrupted`` set.
@@ -12,7 +12,7 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
-from ..integrators import ExplicitIntegrator
+from ..particles.integrators import ExplicitIntegrator
 from ..particles.system import SMALL_SYSTEM, ParticleSystem
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
 from .progress import Progress
@@ -27,7 +27,7 @@ class Simulation:
 
     ``run``: the scene's ``[run]`` table (``dt``, ``integrator``, cadences,
     ``energy_tolerance``); ``stable_step``: the setup's
-    :class:`~granular.stability.StepEstimate`. After :meth:`execute`, ``info`` holds what
+    :class:`~granular.particles.stability.StepEstimate`. After :meth:`execute`, ``info`` holds what
     ``run.json`` holds."""
 
     def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False, stable_step=None,

@@ -48,10 +48,10 @@ import numpy as np
 
 from kernels import laws
 
-from ..diagnostics import angular_momentum, linear_momentum
-from ..forces.materials import Material, mix
-from ..integrators import ExplicitIntegrator
-from ..model import ModelBuilder
+from ..particles.diagnostics import angular_momentum, linear_momentum
+from ..particles.forces.materials import Material, mix
+from ..particles.integrators import ExplicitIntegrator
+from ..particles.model import ModelBuilder
 from ..particles.system import DISSIPATED
 from .report import Check, Report
 

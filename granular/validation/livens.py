@@ -26,7 +26,7 @@ Newton relative tolerance 1e-10 (the paper: 1e-9). What does not reproduce the p
 5.5 the total angular momentum after the load is conserved only to O(h²) (≈ 1e-3 relative
 at h = 0.1), not "identically"; the reason (the midpoint gradient of the quaternion-
 quadratic joint constraints) and the exact per-step defect are in
-:mod:`granular.bodies.livens_multibody`. The study checks that defect identity and its
+:mod:`granular.bodies.livens.multibody`. The study checks that defect identity and its
 order instead, and reports the drift.
 
 Not in the paper, measured here: EML's node velocities carry a parasitic mode that
@@ -45,13 +45,14 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
 from ..backend import get_backend
-from ..bodies.livens import LivensEM, RedundantMassSpring, SpringPendulum
-from ..bodies.livens_comparators import EMH, MPH, MPL
-from ..bodies.livens_multibody import closed_loop, closed_loop_ramp
-from ..bodies.livens_rigid import EML, REML, NullEML, body_angular_velocity, rotation_matrix
+from ..bodies.livens.comparators import EMH, MPH, MPL
+from ..bodies.livens.multibody import closed_loop, closed_loop_ramp
+from ..bodies.livens.problems import RedundantMassSpring, SpringPendulum
+from ..bodies.livens.rigid import EML, REML, NullEML, body_angular_velocity, rotation_matrix
+from ..bodies.livens.schemes import LivensEM
 from ..bodies.newton import NewtonError
+from ..particles import diagnostics as diag
 from .report import Check, Report
 
 RTOL = 1e-10
@@ -183,7 +184,7 @@ def free_body_convergence(hs=(0.01, 0.005, 0.0025), t_end=1.0, name="EML", backe
 
 
 def time_per_step(names=("EML", "REML", "Null-EML"), h=FREE_H, t_end=FREE_T_COST, n=1, repeats=3, backend="cpu"):
-    """Wall time per step [s] of the free body (5.3) for each scheme: minimum over
+    """Wall time per step [T] of the free body (5.3) for each scheme: minimum over
     ``repeats`` runs of ``t_end / h`` steps with ``n`` identical bodies in the batch (the
     first step is a warm-up, excluded)."""
     be = get_backend(backend)
@@ -263,7 +264,7 @@ def heavy_top(name="EML", n=1, backend="cpu", rtol=RTOL):
 
 
 def precession_reference(t):
-    """Centre of mass of the steady precession (120): (len(t), 3) [m]."""
+    """Centre of mass of the steady precession (120): (len(t), 3) [L]."""
     P = heavy_top_parameters()
     t = np.atleast_1d(np.asarray(t, dtype=float))
     s, c = P["l"] * math.sin(P["theta0"]), P["l"] * math.cos(P["theta0"])
@@ -320,7 +321,7 @@ def closed_loop_run(h=LOOP_H, t_end=LOOP_T, backend="cpu", snapshots=(0.0, 2.0, 
     bars 2 and 4 about their long axes (0 in the exact motion: no torque about the axis
     and J2 = J3), ``L`` (T, 3), ``g`` max |constraint|, ``work`` external
     work, ``defect`` (T, 3) the predicted per-step change of L
-    (:meth:`~granular.bodies.livens_multibody.MultibodyEML.joint_torque_defect`), ``dL``
+    (:meth:`~granular.bodies.livens.multibody.MultibodyEML.joint_torque_defect`), ``dL``
     (T, 3) the measured change, ``bars`` {t: (4, 2, 3) end points}, ``iterations``."""
     sch, s = closed_loop(1, backend=backend, rtol=RTOL)
     be = sch.backend

@@ -21,7 +21,7 @@ post-load momenta differ from the exact ``Π(1) = Π(0) + ∫ M dt`` by 20 % (ca
 Π^1, Π^2 oscillate at ~5e-8 relative (exact to round-off in case 1). We therefore check
 the quotients of cases 2 and 3 on the loaded phase with a step ``h/16``, and their
 1e-10 conservation at ``h/4``; the figures at the paper's ``h`` are in ``data``. The DLA
-comparator has no solution when ``h |ω| > 1`` (see :mod:`granular.bodies.dla`), so it runs
+comparator has no solution when ``h |ω| > 1`` (see :mod:`granular.bodies.directors.dla`), so it runs
 cases 2 and 3 at ``h/4``.
 """
 
@@ -32,12 +32,12 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
 from ..backend import get_backend
-from ..bodies import directors as dirs
-from ..bodies.directors import DirectorEM, ExternalMoment
-from ..bodies.dla import NonTwistingDLA
-from ..bodies.nontwisting import CASES, NonTwistingEM, nonholonomic_momenta, ramp
+from ..bodies.directors import schemes as dirs
+from ..bodies.directors.dla import NonTwistingDLA
+from ..bodies.directors.nontwisting import CASES, NonTwistingEM, nonholonomic_momenta, ramp
+from ..bodies.directors.schemes import DirectorEM, ExternalMoment
+from ..particles import diagnostics as diag
 from .report import Check, Report
 
 INERTIA = ((3.0, -1.0 / 7.0, 0.0), (-1.0 / 7.0, 4.0, 0.0), (0.0, 0.0, 5.0))
@@ -63,9 +63,9 @@ def build(cases=(1, 2, 3), scheme="em", backend="cpu", rtol=RTOL, max_iter=25):
 def simulate(h, t_end, cases=(1, 2, 3), scheme="em", backend="cpu", rtol=RTOL):
     """Run the cases; host arrays of every step (index 0: initial state).
 
-    Returns a dict: ``t`` (T,) [s]; ``d``, ``v``, ``v_half`` (T, N, 3, 3); ``K`` (T, N) node
-    energy [J]; ``E_half`` (T, N) midpoint energy of the step ending there [J]; ``pi``
-    (T, N, 3) spatial and ``Pi`` (T, N, 3) material angular momentum [kg m²/s];
+    Returns a dict: ``t`` (T,) [T]; ``d``, ``v``, ``v_half`` (T, N, 3, 3); ``K`` (T, N) node
+    energy [M L²/T²]; ``E_half`` (T, N) midpoint energy of the step ending there [M L²/T²]; ``pi``
+    (T, N, 3) spatial and ``Pi`` (T, N, 3) material angular momentum [M L²/T];
     ``Pi3_mid`` (T, N) Π^3 from the midpoint ``(q̄, v̄)`` of the step ending there;
     ``constraint`` (T, N) max |h(q)|; ``iterations`` (T, N) Newton iterations;
     ``iterations_mean`` (N,).
@@ -111,7 +111,7 @@ def simulate(h, t_end, cases=(1, 2, 3), scheme="em", backend="cpu", rtol=RTOL):
 
 
 def second_quotient(runs, t_sample):
-    """``Q(t) = |u_h - u_{h/2}| / |u_{h/2} - u_{h/4}|`` at times ``t_sample`` [s], for runs at
+    """``Q(t) = |u_h - u_{h/2}| / |u_{h/2} - u_{h/4}|`` at times ``t_sample`` [T], for runs at
     h, h/2, h/4 (outputs of :func:`simulate`); ``u = (d, ḋ)``. Returns (len(t_sample), N)."""
     us = []
     for r in runs:
@@ -123,7 +123,7 @@ def second_quotient(runs, t_sample):
 
 
 def momentum_quotient(runs, t):
-    """Second quotient of precision of ``(Π^1, Π^2)`` at time ``t`` [s] (constant after the load)."""
+    """Second quotient of precision of ``(Π^1, Π^2)`` at time ``t`` [T] (constant after the load)."""
     p = [r["Pi"][int(round(t / r["h"])), :, :2] for r in runs]
     return np.linalg.norm(p[0] - p[1], axis=-1) / np.linalg.norm(p[1] - p[2], axis=-1)
 

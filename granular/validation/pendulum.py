@@ -9,7 +9,7 @@ Measured, for maps (23), (25) and (27):
 
 * E(t)-error (38) over a sequence of halved steps: order 2 for (23), (25), 1 for (27);
 * q(t)-error (37) against a reference run (map (23), step ``h_min / 32``): order 1 for
-  (23), (25) (a difference of squared norms, see :func:`granular.diagnostics.q_error`),
+  (23), (25) (a difference of squared norms, see :func:`granular.particles.diagnostics.q_error`),
   and the plain relative H1 distance of the trajectories: order 2;
 * invariants (41b) ``Rρ0·Ω`` and (41c) ``|Rρ0|`` over ``10^5`` steps of ``h = 0.01``:
   conserved to round-off by (23) and (25).
@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
-from ..integrators import ExplicitIntegrator
-from ..model import ModelBuilder
+from ..particles import diagnostics as diag
+from ..particles.integrators import ExplicitIntegrator
+from ..particles.model import ModelBuilder
 from .report import Check, Report
 
 ALPHA0 = (0.0, 2.0 * math.tan(3.0 * math.pi / 8.0), 0.0)

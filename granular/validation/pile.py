@@ -35,9 +35,9 @@ import time
 
 import numpy as np
 
-from ..diagnostics import kinetic_energy_rotational, kinetic_energy_translational
-from ..integrators import ExplicitIntegrator
-from ..model import ModelBuilder
+from ..particles.diagnostics import kinetic_energy_rotational, kinetic_energy_translational
+from ..particles.integrators import ExplicitIntegrator
+from ..particles.model import ModelBuilder
 from ..particles.system import DISSIPATED
 from .report import Check, Report
 
@@ -45,7 +45,7 @@ MATERIAL = {"young": 1e7, "poisson": 0.3, "density": 2500.0, "restitution": 0.3,
             "rolling_friction": 0.1, "twisting_friction": 0.05}  # fmt: skip
 R_MAX = 0.01
 G = 9.81
-#: the grains rest when the fastest moves slower than this [m/s]
+#: the grains rest when the fastest moves slower than this [L/T]
 V_REST = 1e-3
 SECTORS = 8
 
@@ -89,7 +89,7 @@ def _energy(model, s):
 def settle(model, h, t_max, chunk=0.05, progress=None):
     """Advance ``model`` from its initial state until the fastest grain is slower than
     :data:`V_REST` (checked every ``chunk`` of time) or ``t_max``; returns the state, the
-    time reached, whether it rests, and the largest ``|E + dissipated - E0|`` [J] of the
+    time reached, whether it rests, and the largest ``|E + dissipated - E0|`` [M L²/T²] of the
     checks."""
     integ = ExplicitIntegrator("verlet")
     s = model.state()

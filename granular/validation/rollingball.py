@@ -12,11 +12,11 @@ study measures what the issue asks for, with the independent checks of the notes
   integrated by the same RK4 (order 4 of the balance error), and against the work
   computed independently from the constraint forces of the Newton-Euler reference;
 * **planar motion**: the 3D equations started in the plane against the scalar
-  rolling-disk equation (:mod:`granular.bodies.rolling_disk`), RK4 at ``h = 1e-3``;
+  rolling-disk equation (:mod:`granular.bodies.rolling_ball.disk`), RK4 at ``h = 1e-3``;
 * **independent cross-check**: a random Fourier rail with a random actuation (plus an
   ellipse rail with a sinusoidal one, a full inertia tensor, an offset centre of mass and
   a time-dependent external force) against the constrained Newton-Euler equations
-  integrated by SciPy (DOP853, rtol 1e-12), :mod:`granular.bodies.rolling_ball_reference`;
+  integrated by SciPy (DOP853, rtol 1e-12), :mod:`granular.bodies.rolling_ball.reference`;
 * **batched vs alone** for RK4 and for the per-ball adaptive integrator.
 
 Scenes (dimensionless: ``r = 1``, ``m0 = 1``, ``g = 1``, ``𝕀 = diag(0.62, 0.66, 0.70)``,
@@ -33,14 +33,14 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
 from .. import rotations as rot
-from ..bodies import rails as R
-from ..bodies.rolling_ball import HarmonicForce, RollingBall
-from ..bodies.rolling_ball_integrators import RK4, DormandPrince
-from ..bodies.rolling_ball_output import RollingBallFrames
-from ..bodies.rolling_ball_reference import newton_euler_reference
-from ..bodies.rolling_disk import RollingDisk, RollingDiskRK4
+from ..bodies.rolling_ball import rails as R
+from ..bodies.rolling_ball.ball import HarmonicForce, RollingBall
+from ..bodies.rolling_ball.disk import RollingDisk, RollingDiskRK4
+from ..bodies.rolling_ball.integrators import RK4, DormandPrince
+from ..bodies.rolling_ball.output import RollingBallFrames
+from ..bodies.rolling_ball.reference import newton_euler_reference
+from ..particles import diagnostics as diag
 from .report import Check, Report
 
 RADIUS, SHELL_MASS, GRAVITY = 1.0, 1.0, 1.0
@@ -107,7 +107,7 @@ def scene_planar(backend="cpu"):
 
 def fourier_rail(rng, terms=3, scale=0.25):
     """A random closed curve ``ζ(θ) = c + Σ_k (A_k cos kθ + B_k sin kθ)`` as a
-    :class:`~granular.bodies.rails.FourierRail` (inside the unit ball for ``scale <= 0.25``)."""
+    :class:`~granular.bodies.rolling_ball.rails.FourierRail` (inside the unit ball for ``scale <= 0.25``)."""
     c = rng.uniform(-0.1, 0.1, 3)
     A = rng.normal(size=(terms, 3)) * scale / np.arange(1, terms + 1)[:, None] / 2
     B = rng.normal(size=(terms, 3)) * scale / np.arange(1, terms + 1)[:, None] / 2
@@ -116,7 +116,7 @@ def fourier_rail(rng, terms=3, scale=0.25):
 
 def random_actuation(rng):
     """``θ(t) = θ0 + w t + A sin(ν t + φ)`` with random coefficients, as a
-    :class:`~granular.bodies.rails.Harmonic`."""
+    :class:`~granular.bodies.rolling_ball.rails.Harmonic`."""
     th0, w, A, nu, ph = rng.uniform(-1, 1), rng.uniform(0.3, 1.5), rng.uniform(0.2, 1.0), rng.uniform(0.5, 2), 1.0
     return R.Harmonic(th0, w, A, nu, ph)
 

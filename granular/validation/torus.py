@@ -35,8 +35,8 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
-from ..integrators import ExplicitIntegrator, IntegrationError
+from ..particles import diagnostics as diag
+from ..particles.integrators import ExplicitIntegrator, IntegrationError
 from . import torus_setup as T
 from .report import Check, Report
 

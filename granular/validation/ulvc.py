@@ -43,10 +43,10 @@ import time
 
 import numpy as np
 
-from .. import diagnostics as diag
 from .. import rotations as rot
-from ..bodies import ulvc
-from ..integrators import NonFiniteError
+from ..bodies.ulvc import schemes as ulvc
+from ..particles import diagnostics as diag
+from ..particles.integrators import NonFiniteError
 from .report import Check, Report
 
 J_DIAG = (5.2988, 1.1775, 4.3568)

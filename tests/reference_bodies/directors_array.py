@@ -12,7 +12,13 @@ import numpy as np
 from granular import rotations as rot
 from granular.backend import resolve_backend
 from granular.bodies import newton
-from granular.bodies.directors import (
+from granular.bodies.directors.nontwisting import (
+    NonTwistingChecks,
+    _check_material_width,
+    nonholonomic_momenta,
+    twist_rate,
+)
+from granular.bodies.directors.schemes import (
     CONSTRAINT_PAIRS,
     DirectorState,
     ExternalMoment,
@@ -25,12 +31,6 @@ from granular.bodies.directors import (
     kinetic_energy,
     material_angular_momentum,
     spatial_angular_momentum,
-)
-from granular.bodies.nontwisting import (
-    NonTwistingChecks,
-    _check_material_width,
-    nonholonomic_momenta,
-    twist_rate,
 )
 from granular.rotations import cross as _cross
 from granular.rotations import dot as _dot
@@ -504,7 +504,7 @@ class DirectorDLA(DirectorScheme):
 
 class NonTwistingDLA(NonTwistingChecks, DirectorDLA):
     """Discrete Lagrange-d'Alembert comparator for the body on the non-twisting frame
-    (Sect. 6.4). Parameters as :class:`~granular.bodies.nontwisting.NonTwistingEM`."""
+    (Sect. 6.4). Parameters as :class:`~granular.bodies.directors.nontwisting.NonTwistingEM`."""
 
     scheme_name = "non-twisting DLA"
 

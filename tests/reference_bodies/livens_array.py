@@ -6,12 +6,9 @@ EMH, MPH, assembling every body's residual and Jacobian as (N, k) and (N, k, k) 
 
 from __future__ import annotations
 
-from granular.bodies.livens import ImplicitScheme, LivensState, as_rows
-from granular.bodies.livens_comparators import _B, omega_tilde, quat_Q
-from granular.bodies.livens_rigid import (
-    _mv,
+from granular.bodies.livens.comparators import _B, omega_tilde, quat_Q
+from granular.bodies.livens.rigid import (
     _t,
-    _tmv,
     body_angular_velocity,
     exp_increment,
     exp_increment_jacobian,
@@ -27,7 +24,17 @@ from granular.bodies.livens_rigid import (
     velocity_from_body_rate,
     velocity_from_spatial_rate,
 )
+from granular.bodies.livens.schemes import ImplicitScheme, LivensState, as_rows
 
+
+def _mv(A, x):
+    """``A x`` over the last two axes: (..., a, b) × (..., b) → (..., a)."""
+    return (A @ x[..., None])[..., 0]
+
+
+def _tmv(A, x):
+    """``Aᵀ x``: (..., a, b) × (..., a) → (..., b)."""
+    return (x[..., None, :] @ A)[..., 0, :]
 
 # --------------------------------------------------------------------- the model
 

@@ -9,7 +9,7 @@ Both act on a *system* with ``rhs(t, y)`` (``y``: (N, d) float64, ``t``: float o
 [T]), ``project(y)`` (in-place projection after a step: the quaternion renormalisation
 of :class:`~granular.bodies.rolling_ball.RollingBall`, nothing for the disk), ``n`` and
 ``xp``; and on a state with ``y``, ``t``, ``step`` (:class:`RollingBallState`,
-:class:`~granular.bodies.rolling_disk.RollingDiskState`).
+:class:`~granular.bodies.rolling_ball.disk.RollingDiskState`).
 
 * :class:`RK4`: classical fourth-order Runge-Kutta, one common step ``h`` for all balls;
   the state is projected after each step (``q ← q/|q|``; renormalising an O(h⁵)
@@ -25,8 +25,8 @@ of :class:`~granular.bodies.rolling_ball.RollingBall`, nothing for the disk), ``
   5th-order solution is propagated (local extrapolation) and projected before the FSAL
   stage is evaluated.
 
-Failures raise :class:`~granular.integrators.NonFiniteError` (a NaN or infinity, naming
-the ball and the quantity) or :class:`~granular.integrators.IntegrationError` (step-size
+Failures raise :class:`~granular.particles.integrators.NonFiniteError` (a NaN or infinity, naming
+the ball and the quantity) or :class:`~granular.particles.integrators.IntegrationError` (step-size
 underflow, too many steps), leaving the state as it was before the step (RK4) or at the
 last completed output time (Dormand-Prince).
 """
@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import operator
 
-from granular.integrators import IntegrationError, NonFiniteError
+from granular.particles.integrators import IntegrationError, NonFiniteError
 
 __all__ = ["RK4", "DormandPrince", "rk4_step", "check_step", "DOPRI5"]
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import operator
 
 from granular import rotations as rot
-from granular.bodies.ulvc import check_step
-from granular.bodies.ulvc_coordinates import _mv, _tmv, generalized_force
-from granular.integrators import NonFiniteError
-
+from granular.bodies.ulvc.coordinates import generalized_force
+from granular.bodies.ulvc.schemes import check_step
+from granular.particles.integrators import NonFiniteError
+from granular.rotations import matvec as _mv
+from granular.rotations import matvec_t as _tmv
 
 # --------------------------------------------------------------------- integrators
 

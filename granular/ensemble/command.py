@@ -1,0 +1,206 @@
+"""``granular ensemble``: the command line, with a subsample of bodies rerun as an
+ordinary ``[bodies]`` scene for ParaView."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time as _time
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..provenance import versions
+from ..run.command import run_scene
+from ..run.scene import SceneError, load_scene
+from .driver import (
+    Progress,
+    run_ensemble,
+    write_outputs,
+)
+from .spec import (
+    _FORMS,
+    EnsembleSpec,
+    EnsembleSpecError,
+    chunk_bounds,
+    chunk_table,
+    make_spec,
+)
+from .store import open_store
+
+__all__ = ["main", "run_subsample", "subsample_indices"]
+
+# ----------------------------------------------------------------- command line
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="granular ensemble", description="Run an ensemble of bodies of a [bodies] "
+                                "scene with sampled initial conditions and parameters.")  # fmt: skip
+    p.add_argument("scene", help="scene file (TOML) with a [bodies] table")
+    p.add_argument("--n", type=int, required=True, help="number of bodies")
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="FIELD=DIST",
+        help=f"sampled field, e.g. omega_body[0]=normal(0.01,0.001); DIST: {_FORMS}",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk", type=int, default=10_000, help="bodies per batched system (task)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--dask", action="store_true", help="run the chunks on a local Dask cluster (2 workers)")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on an existing Dask cluster")
+    p.add_argument("--workers", type=int, default=2, help="workers of the --dask local cluster")
+    p.add_argument("--retries", type=int, default=3, help="retries of a chunk whose worker dies")
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--out", help="output directory (default out/<scene>_ensemble)")
+    s = p.add_mutually_exclusive_group()
+    s.add_argument("--steps", type=int)
+    s.add_argument("--time", type=float)
+    p.add_argument("--hist", action="append", default=None, metavar="COLUMN", help="histogram column (repeatable)")
+    p.add_argument("--trajectories", type=int, default=0, metavar="K",
+                   help="also run K bodies spread over the ensemble with full output (frames, series) in OUT/subsample")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier ensemble in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def _sigterm_as_interrupt():
+    """Make SIGTERM stop the ensemble like Ctrl-C (finished chunks are kept); returns the
+    previous handler (None outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def subsample_indices(n: int, k: int) -> np.ndarray:
+    """``k`` body indices spread evenly over ``0..n-1`` (all of them if ``k >= n``)."""
+    return np.unique(np.linspace(0, n - 1, min(k, n)).round().astype(np.int64))
+
+
+def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
+    """Run the bodies ``idx`` of the ensemble again as an ordinary ``[bodies]`` scene,
+    with the full output of ``granular run`` (ParaView frames with orientations,
+    ``series.csv`` trajectories, plots) in ``out_dir``. Their sampled values are the
+    same as in the ensemble, so their final states equal the summary rows."""
+
+
+    table, _ = chunk_table(spec, 0, 0, idx=idx)
+    sub = scene.model_copy(update={"bodies": table, "name": f"{scene.name}_subsample"})
+    opts = SimpleNamespace(scene=f"{args.scene} (subsample)", out=out_dir, backend=args.backend, precision=None,
+                           time=None, steps=spec.steps, resume=None, quiet=True, log_json=False,
+                           overwrite=True)  # fmt: skip
+    return run_scene(sub, opts)
+
+
+def main(argv=None) -> int:
+    """``granular ensemble SCENE --n N --vary FIELD=DIST ... --seed S [--chunk C]
+    [--dask | --scheduler ADDR] [--out DIR] [--steps N | --time T]``. Returns the exit
+    status: 0 done, 1 a run failed, 2 bad input."""
+
+    p = _parser()
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        scene = load_scene(args.scene)
+        spec = make_spec(scene, args.n, args.vary, args.seed, steps=args.steps, time=args.time, backend=args.backend)
+        chunk_bounds(args.n, args.chunk)
+    except (EnsembleSpecError, SceneError) as exc:
+        print(f"granular ensemble: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or os.path.join("out", f"{scene.name}_ensemble")
+    manifest = {"scene": scene.model_dump(mode="json"), "n": args.n, "vary": args.vary, "seed": args.seed,
+                "chunk": args.chunk, "steps": spec.steps, "dt": spec.dt, "backend": args.backend}  # fmt: skip
+    try:
+        store = open_store(out, manifest, resume=args.resume, overwrite=args.overwrite, n=args.n,
+                           columns=32 + len(args.vary) * 3)  # fmt: skip
+    except ValueError as exc:  # OutDirError, ResourceError
+        print(f"granular ensemble: {exc}", file=sys.stderr)
+        return 2
+    if store is None:
+        if not args.quiet:
+            print(f"granular ensemble: the ensemble in {out} is finished; nothing to do", file=sys.stderr)
+        return 0
+    client = cluster = None
+    started = _time.perf_counter()
+    previous = _sigterm_as_interrupt()
+    try:
+        if args.dask or args.scheduler:
+            try:
+                from dask.distributed import Client, LocalCluster
+            except ImportError:
+                print("granular ensemble: --dask/--scheduler need dask[distributed] (pip install 'dask[distributed]')",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            if args.scheduler:
+                client = Client(args.scheduler)
+            elif args.backend == "gpu":  # one worker per GPU
+                try:
+                    from dask_cuda import LocalCUDACluster
+                except ImportError:
+                    print("granular ensemble: --dask with --backend gpu needs dask-cuda (pip install dask-cuda)",
+                          file=sys.stderr)  # fmt: skip
+                    return 2
+                cluster = LocalCUDACluster(threads_per_worker=1, dashboard_address=None)
+                client = Client(cluster)
+            else:
+                cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)  # fmt: skip
+                client = Client(cluster)
+        progress = Progress(args.n, spec.steps, len(chunk_bounds(args.n, args.chunk)),
+                            stream=None if args.quiet else sys.stderr)  # fmt: skip
+        table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
+                             client=client, steps=args.steps, time=args.time, retries=args.retries,
+                             store=store, progress=progress)  # fmt: skip
+    except EnsembleSpecError as exc:
+        print(f"granular ensemble: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        done, total = len(store.done()), len(chunk_bounds(args.n, args.chunk))
+        print(f"granular ensemble: interrupted; {done} of {total} chunks are kept in {store.dir}; run the same "
+              "command with --resume to finish it", file=sys.stderr)  # fmt: skip
+        return 130
+    except Exception as exc:  # noqa: BLE001  a chunk failed (Newton, non-finite state, worker lost for good)
+        print(f"granular ensemble: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    wall = _time.perf_counter() - started
+    meta = {"scene": args.scene, "n": args.n, "vary": args.vary, "seed": args.seed, "chunk": args.chunk,
+            "steps": spec.steps, "dt": spec.dt, "backend": args.backend,
+            "executor": "dask:" + args.scheduler if args.scheduler else "dask-local" if args.dask else "in-process",
+            "wall_time_s": wall, "body_steps_per_s": args.n * spec.steps / wall if wall > 0 else None}  # fmt: skip
+    if args.trajectories:
+        idx = subsample_indices(args.n, args.trajectories)
+        meta["subsample_bodies"] = idx.tolist()
+    meta["versions"] = versions()
+    write_outputs(table, out, args.hist, meta)
+    store.remove()
+    if args.trajectories:
+        status = run_subsample(scene, spec, idx, os.path.join(out, "subsample"), args)
+        if status != 0:
+            return status
+    if not args.quiet:
+        print(f"granular ensemble: {scene.name}: {args.n} bodies x {spec.steps} steps in {wall:.3g} s "
+              f"({meta['body_steps_per_s']:,.0f} body-steps/s); output in {out}/")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Running an ensemble: its chunks in process or as Dask tasks, stored as they finish,
+with progress lines; the outputs (summaries, histograms, ``ensemble.json``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time as _time
+
+import numpy as np
+
+from ..io._atomic import atomic_write, atomic_write_bytes
+from .chunk import (
+    run_chunk,
+)
+from .spec import (
+    EnsembleSpecError,
+    chunk_bounds,
+    make_spec,
+)
+
+__all__ = ["Progress", "collect", "run_ensemble", "write_outputs"]
+
+def collect(parts, n: int) -> dict:
+    """Place chunk tables (an iterable, in any order; each with its ``body`` column, a
+    contiguous range) into one table of ``n`` rows in body order. Each part is dropped once
+    copied, so the driver holds the table plus one chunk, never all chunks twice."""
+    table = None
+    filled = 0
+    for part in parts:
+        if table is None:
+            table = {k: np.empty((n,) + v.shape[1:], dtype=v.dtype) for k, v in part.items()}
+        a = int(part["body"][0])
+        b = a + len(part["body"])
+        for k, v in part.items():
+            table[k][a:b] = v
+        filled += b - a
+    if filled != n:
+        raise RuntimeError(f"ensemble: {filled} of {n} bodies came back")
+    return table
+
+
+def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", client=None, steps=None, time=None,
+                 summaries=None, retries=3, _kill_once_dir=None, store=None, progress=None) -> dict:  # fmt: skip
+    """Run ``n`` bodies of the ``[bodies]`` scene ``scene`` (a path or a loaded
+    :class:`~granular.run.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
+    ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
+    ``chunk_size`` bodies (one batched system each, on ``backend``), for ``steps`` steps
+    or ``time`` [T] (default: the scene's ``run``).
+
+    ``client``: None runs the chunks one after the other in this process; a
+    ``dask.distributed.Client`` runs each chunk as a task (``client.map``, ``retries``
+    retries when a worker dies) and gathers them in body order. ``summaries``: the
+    column names to keep (default: all, see the module docstring). Returns
+    ``{column: (n,) array}`` in body order; identical for any ``chunk_size`` and
+    ``client`` on the same backend. Raises :class:`EnsembleSpecError` (bad arguments),
+    :class:`~granular.run.scene.SceneError` (bad scene), and a chunk's step failure.
+
+    ``store``: a :class:`~granular.ensemble.store.ChunkStore`; each chunk's table is saved
+    there as it comes back, and chunks already there are not run again (resume).
+
+    ``progress``: a :class:`Progress` told of the steps taken (in-process runs) and of
+    every finished chunk."""
+    spec = make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
+    if _kill_once_dir is not None:
+        spec.kill_once_dir = str(_kill_once_dir)
+    bounds = chunk_bounds(spec.n, chunk_size)
+    if progress is None:
+        progress = Progress(spec.n, spec.steps, len(bounds), stream=None)
+    if store is not None:
+        done = store.done()
+        todo = [ab for ab in bounds if ab not in done]
+        progress.start([ab for ab in bounds if ab in done])
+        parts = _stored_run(spec, todo, store, client, retries, progress)
+        table = collect(itertools.chain((store.load(a, b) for a, b in bounds if (a, b) in done), parts), spec.n)
+    elif client is None:
+        progress.start([])
+        table = collect((progress.finished(a, b, run_chunk(spec, a, b, progress.stepper(a, b))) for a, b in bounds),
+                        spec.n)  # fmt: skip
+    else:
+        from dask.distributed import as_completed
+
+        futures = client.map(run_chunk, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
+                             retries=retries, pure=False)  # fmt: skip
+
+        def gathered():
+            for fut, part in as_completed(futures, with_results=True):
+                fut.release()  # the worker may drop the chunk's result once it is here
+                yield part
+
+        table = collect(gathered(), spec.n)
+        del futures
+    if summaries is not None:
+        missing = [c for c in summaries if c not in table]
+        if missing:
+            raise EnsembleSpecError(f"summaries: unknown column(s) {missing}; available: {', '.join(table)}")
+        table = {c: table[c] for c in ["body", *[s for s in summaries if s != "body"]]}
+    return table
+
+
+class Progress:
+    """Progress lines of an ensemble on ``stream`` (None: silent): the share of
+    body-steps done, the rate and the time left, the first after ``first`` seconds and
+    then at most every ``every`` seconds, from the steps inside a chunk (in-process runs)
+    and from finished chunks (Dask)."""
+
+    def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic):
+        self.total, self.steps, self.chunks, self.stream = n * steps, steps, chunks, stream
+        self.first, self.every, self.clock = first, every, clock
+        self.done = self.chunks_done = 0
+        self.resumed = 0
+        self.t0 = self.next = None
+
+    def start(self, done_bounds) -> None:
+        self.chunks_done = len(done_bounds)
+        self.done = self.resumed = sum((b - a) * self.steps for a, b in done_bounds)
+        self.t0 = self.clock()
+        self.next = self.t0 + self.first
+
+    def stepper(self, a, b):
+        """``progress(k)`` for :func:`run_chunk` of bodies ``a..b-1``."""
+        base = self.done
+
+        def progress(k):
+            self._maybe_print(base + k * (b - a))
+
+        return progress
+
+    def finished(self, a, b, part):
+        """Count the chunk ``a..b-1`` as done; returns ``part`` (its table)."""
+        self.chunks_done += 1
+        self.done += (b - a) * self.steps
+        self._maybe_print(self.done)
+        return part
+
+    def line(self, done) -> str:
+        elapsed = self.clock() - self.t0
+        rate = (done - self.resumed) / elapsed if elapsed > 0 else 0.0
+        left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 else ""
+        return (f"granular ensemble: {100.0 * done / max(self.total, 1):.0f} % ({done:,} of {self.total:,} "
+                f"body-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} body-steps/s{left}")
+
+    def _maybe_print(self, done) -> None:
+        if self.stream is None or self.clock() < self.next or done >= self.total:
+            return
+        print(self.line(done), file=self.stream, flush=True)
+        self.next = self.clock() + self.every
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} days"
+
+
+def _stored_run(spec, bounds, store, client, retries, progress):
+    """Run the chunks ``bounds`` (in process or on ``client``) and save each to ``store`` as
+    it comes back; yields their tables."""
+    if client is None:
+        for a, b in bounds:
+            yield progress.finished(a, b, store.save(run_chunk(spec, a, b, progress.stepper(a, b))))
+        return
+    from dask.distributed import as_completed
+
+    futures = client.map(run_chunk, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
+                         retries=retries, pure=False)  # fmt: skip
+    for fut, part in as_completed(futures, with_results=True):
+        fut.release()
+        yield progress.finished(int(part["body"][0]), int(part["body"][0]) + len(part["body"]), store.save(part))
+
+
+# ----------------------------------------------------------------- output
+
+
+def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> list[str]:
+    """Write ``summaries.npz`` (one array per column; ``summaries.parquet`` too when
+    pyarrow is installed), ``histograms.png`` of ``hist_columns`` (default: the sampled
+    columns, ``energy_rel_error``, ``L_error_norm``, ``flip_time``; non-finite values left
+    out) and ``ensemble.json`` (``meta``) into ``out_dir``, each atomically. Returns the paths."""
+
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+
+    def npz(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **table)
+
+    paths.append(atomic_write(os.path.join(out_dir, "summaries.npz"), npz))
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pa = None
+    if pa is not None:
+        paths.append(atomic_write(os.path.join(out_dir, "summaries.parquet"),
+                                  lambda tmp: pq.write_table(pa.table(table), tmp)))  # fmt: skip
+    if hist_columns is None:
+        fixed = {"body", "time", "x", "y", "z", "q0", "q1", "q2", "q3", "omega_x", "omega_y", "omega_z", "Omega_1",
+                 "Omega_2", "Omega_3", "energy0", "energy_error", "L_error_x", "L_error_y", "L_error_z",
+                 "flip_axis"}  # fmt: skip
+        hist_columns = [c for c in table if c not in fixed]
+    cols = [c for c in hist_columns if c in table and np.isfinite(table[c]).any()]
+    if cols:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        k = len(cols)
+        ncol = min(3, k)
+        nrow = (k + ncol - 1) // ncol
+        fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3 * nrow), squeeze=False)
+        for ax, c in zip(axes.flat, cols):
+            v = np.asarray(table[c], dtype=np.float64)
+            v = v[np.isfinite(v)]
+            ax.hist(v, bins=min(50, max(5, int(np.sqrt(v.size)))))
+            ax.set_title(f"{c} ({v.size} of {len(table[c])})", fontsize=9)
+        for ax in list(axes.flat)[k:]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        paths.append(atomic_write(os.path.join(out_dir, "histograms.png"),
+                                  lambda tmp: fig.savefig(tmp, format="png", dpi=90)))  # fmt: skip
+        plt.close(fig)
+    if meta is not None:
+        data = json.dumps(meta, indent=2, default=str).encode()
+
+        paths.append(atomic_write_bytes(os.path.join(out_dir, "ensemble.json"), data))
+    return paths

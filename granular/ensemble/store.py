@@ -1,0 +1,115 @@
+"""An ensemble's output directory, written as the ensemble goes.
+
+Each chunk's summary table is saved, as soon as it is back, to
+``OUT/chunks/chunk_START_STOP.npz`` (atomically), next to ``OUT/chunks/manifest.json``
+(what the ensemble is: scene, N, sampled fields, seed, chunking, steps, backend). An
+interrupted ensemble keeps every finished chunk; ``granular ensemble ... --resume`` with
+the same arguments runs only the missing ones. When all are done the summaries are
+gathered into ``summaries.npz`` (and the other outputs) and ``chunks/`` is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+
+from ..io._atomic import atomic_write, atomic_write_bytes, remove_temp_files
+from ..resources import check_disk, check_writable
+from ..run.folder import ENSEMBLE_FILES, OutDirError, clear, plan_out_dir, scene_differences
+
+CHUNKS_DIR = "chunks"
+MANIFEST = "manifest.json"
+_CHUNK_RE = re.compile(r"^chunk_(\d+)_(\d+)\.npz$")
+
+
+class ChunkStore:
+    """Finished chunks of one ensemble in ``out/chunks``; ``manifest`` a JSON-able dict
+    that identifies the ensemble (a resumed ensemble must have the same)."""
+
+    def __init__(self, out, manifest):
+        self.out = os.fspath(out)
+        self.dir = os.path.join(self.out, CHUNKS_DIR)
+        self.manifest = json.loads(json.dumps(manifest, default=str))
+
+    @classmethod
+    def create(cls, out, manifest) -> ChunkStore:
+        """A new store (the directory must hold no chunks)."""
+        self = cls(out, manifest)
+        os.makedirs(self.dir, exist_ok=True)
+        atomic_write_bytes(os.path.join(self.dir, MANIFEST), json.dumps(self.manifest, indent=2).encode())
+        return self
+
+    @classmethod
+    def reopen(cls, out, manifest) -> ChunkStore:
+        """The store of an interrupted ensemble in ``out``; OutDirError when there is none or
+        it was made with other arguments (the message says which)."""
+        self = cls(out, manifest)
+        path = os.path.join(self.dir, MANIFEST)
+        try:
+            with open(path) as fh:
+                old = json.load(fh)
+        except (OSError, ValueError):
+            raise OutDirError(f"--resume: {self.out} holds no interrupted ensemble (no {CHUNKS_DIR}/{MANIFEST})") from None
+        if old != self.manifest:
+            diffs = "; ".join(scene_differences(old, self.manifest, labels=("the interrupted ensemble", "this command")))
+            raise OutDirError(f"--resume: the ensemble in {self.out} was started with other arguments: {diffs}")
+        remove_temp_files(self.dir)
+        return self
+
+    def path(self, start, stop) -> str:
+        return os.path.join(self.dir, f"chunk_{start:010d}_{stop:010d}.npz")
+
+    def done(self) -> set[tuple[int, int]]:
+        """``(start, stop)`` of the chunks on disk."""
+        out = set()
+        for name in os.listdir(self.dir):
+            m = _CHUNK_RE.match(name)
+            if m:
+                out.add((int(m.group(1)), int(m.group(2))))
+        return out
+
+    def save(self, part) -> dict:
+        """Write one chunk's table (with its ``body`` column) atomically; returns it."""
+        start = int(part["body"][0])
+        stop = start + len(part["body"])
+
+        def write(tmp):
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **part)
+
+        atomic_write(self.path(start, stop), write)
+        return part
+
+    def load(self, start, stop) -> dict:
+        with np.load(self.path(start, stop)) as z:
+            return {k: z[k] for k in z.files}
+
+    def remove(self) -> None:
+        """Delete the chunks (once the summaries are written)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def open_store(out, manifest, resume=False, overwrite=False, n=0, columns=40) -> ChunkStore | None:
+    """The chunk store for an ensemble writing into ``out``: a new one (``out`` empty or
+    absent; an earlier ensemble only with ``overwrite``, after every check) or, with
+    ``resume``, the interrupted one. None when ``resume`` finds the ensemble finished.
+    Checks that ``out`` is writable and has room for ``n`` rows of ``columns`` values
+    (twice: the chunks and the summaries). OutDirError / ResourceError otherwise."""
+    out = os.fspath(out)
+    if resume and overwrite:
+        raise OutDirError("--resume continues the ensemble in --out and --overwrite replaces it; give one of them")
+    if resume:
+        if os.path.isfile(os.path.join(out, "summaries.npz")) and not os.path.isdir(os.path.join(out, CHUNKS_DIR)):
+            return None
+        store = ChunkStore.reopen(out, manifest)
+        check_writable(out)
+        return store
+    to_clear = plan_out_dir(out, overwrite=overwrite, ours=ENSEMBLE_FILES, what="ensemble")
+    check_writable(out)
+    check_disk(out, 2 * 8 * n * columns + 2**20, f"the ensemble ({n:,} bodies)")
+    clear(to_clear)
+    return ChunkStore.create(out, manifest)

@@ -1,0 +1,126 @@
+"""Particle-binder-particle bonds (paper 003, Sect. 4): U^m (44)-(50), U^a (51)-(52) and
+U^s (53)-(55), with optional breakage.
+
+Reference data come from the initial configuration (``R(0)`` need not be ``I``):
+
+* rest length ``r0 = |x_a(0) - x_b(0)|``;
+* reference bond direction ``n(0) = (x_a(0) - x_b(0))/r0`` stored in each end's body
+  frame, ``n0_a = R_a(0)ᵀ n(0)``, ``n0_b = R_b(0)ᵀ n(0)``;
+* reference relative rotation ``B = R_b(0)ᵀ R_a(0)`` (as the quaternion
+  ``q_b(0)* ⊗ q_a(0)``).
+
+Energies (per bond, canonical orientation; see :mod:`kernels.laws`,
+:mod:`kernels.interactions`):
+
+* bending and torsion U^m = ½ K^m |θ|², ``θ`` the rotation vector of ``R_b B R_aᵀ``
+  (the relative rotation measured from its initial value; taken by ``atan2`` so small
+  angles are exact);
+* axial U^a = ½ K^a (r/r0 - 1)²;
+* shear U^s = ½ K^s [(1 - (R_a n0_a)·n)² + (1 - (R_b n0_b)·n)²], ``n`` the current bond
+  direction: how far the bond has turned away from the direction each end carries. The
+  printed (53)-(55) are garbled and not invariant under rigid rotations; this is the
+  reading ``docs/physics.md`` explains, and it conserves linear and angular momentum.
+
+Breakage: a bond breaks for good when ``|r/r0 - 1| > strain_max`` or ``|θ| > angle_max``
+(per bond; infinite by default, i.e. no breakage as in the paper). It is checked at
+every force evaluation of a step, before the forces, so a broken bond never acts again;
+its energy at the breaking configuration is booked as released (``U_released``), so
+that the total energy plus the released energy is what the scheme conserves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.layout import FAMILY_BONDS
+from kernels.layout import Bonds as BondArgs
+
+from ... import rotations
+
+MEASURES = ("U_a", "U_s", "U_m", "strain", "angle")
+
+
+class Bonds:
+    """All bonds of a model, on the backend. Arrays as in :mod:`kernels.layout`."""
+
+    kind = "bonds"
+    family = FAMILY_BONDS
+    energy_keys = ("U_m", "U_a", "U_s")
+
+    def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max, dtype=np.float64):
+        xp = backend.xp
+        dtype = np.dtype(dtype)
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        d = x0[a] - x0[b]
+        r0 = np.linalg.norm(d, axis=1)
+        n = d / r0[:, None]
+        qa, qb = q0[a], q0[b]
+        n0a = rotations.quat_rotate(rotations.quat_conjugate(qa), n)
+        n0b = rotations.quat_rotate(rotations.quat_conjugate(qb), n)
+        qref = rotations.quat_multiply(rotations.quat_conjugate(qb), qa)
+        # CSR: for each particle the ids of its bonds, in a canonical order fixed by the
+        # reference geometry (direction to the partner, then rest length), which does not
+        # depend on how particles or bonds are numbered; the force sums run in this order.
+        ends = np.concatenate([a, b])
+        partner = np.concatenate([b, a])
+        ids = np.concatenate([np.arange(len(a)), np.arange(len(a))])
+        to_partner = x0[partner] - x0[ends]
+        order = np.lexsort((np.concatenate([r0, r0]), to_partner[:, 2], to_partner[:, 1], to_partner[:, 0], ends))
+        offsets = np.zeros(n_particles + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ends, minlength=n_particles), out=offsets[1:])
+        self.backend = backend
+        self.count = len(a)
+        self.host = {"a": a, "b": b, "rest_length": r0}
+        self.a, self.b = xp.asarray(a), xp.asarray(b)
+        self.offsets = xp.asarray(offsets)
+        self.incident = xp.asarray(ids[order])
+        self.rest_length = xp.asarray(r0, dtype=dtype)
+        self.n0a, self.n0b = xp.asarray(n0a, dtype=dtype), xp.asarray(n0b, dtype=dtype)
+        self.qref = xp.asarray(qref, dtype=dtype)
+        self.ka, self.ks, self.km = (xp.asarray(np.asarray(k), dtype=dtype) for k in (ka, ks, km))
+        strain_max = np.asarray(strain_max, dtype=np.float64)
+        angle_max = np.asarray(angle_max, dtype=np.float64)
+        self.can_break = bool(np.isfinite(strain_max).any() or np.isfinite(angle_max).any())
+        self.strain_max, self.angle_max = xp.asarray(strain_max, dtype=dtype), xp.asarray(angle_max, dtype=dtype)
+        self.skip_contacts = False  # set by the contact family (bonded pairs left out)
+        self._measures = xp.zeros((len(a), len(MEASURES)), dtype=dtype)
+        per_bond = backend.kernels.PER_BOND_PASS
+        self._terms = xp.zeros((len(a) if per_bond else 0, 9), dtype=dtype)
+
+    def kernel_args(self) -> BondArgs:
+        """The ``Bonds`` argument bundle (device views). The backend's kernel module
+        says whether bonds are evaluated in a per-bond pass into a (B, 9) buffer
+        (``PER_BOND_PASS``) or by each end (an empty buffer)."""
+        dev = self.backend.kernels.to_device
+        return BondArgs(
+            dev(self.offsets), dev(self.incident), dev(self.a), dev(self.b), dev(self.rest_length), dev(self.n0a),
+            dev(self.n0b), dev(self.qref), dev(self.ka), dev(self.ks), dev(self.km), dev(self.strain_max),
+            dev(self.angle_max), self.can_break, self.skip_contacts, dev(self._terms),
+        )  # fmt: skip
+
+    def accumulate(self, model, cfg) -> None:
+        model.accumulate_family(self.family, cfg)
+
+    def measures(self, model, cfg) -> np.ndarray:
+        """Per bond (host, (B, 5)): U^a, U^s, U^m (zero once broken), axial strain
+        ``r/r0 - 1``, relative rotation angle ``|θ|``."""
+        if self.count:
+            kern = model.backend.kernels
+            kern.set_stream(0)
+            kern.bond_measures(model.dynamics(cfg), model.kernel_args()["bonds"], kern.to_device(self._measures))
+        return model.backend.to_host(self._measures).astype(np.float64)
+
+    def energies(self, model, cfg) -> dict:
+        return model.family_energies(self.energy_keys, cfg)
+
+
+def empty_bond_args(backend, n_particles, dtype) -> BondArgs:
+    """A ``Bonds`` bundle with no bonds (every particle's CSR range is empty)."""
+    xp, dev = backend.xp, backend.kernels.to_device
+    z = dev(xp.zeros(0, dtype=dtype))
+    zi = dev(xp.zeros(0, dtype=np.int64))
+    z3 = dev(xp.zeros((0, 3), dtype=dtype))
+    return BondArgs(dev(xp.zeros(n_particles + 1, dtype=np.int64)), zi, zi, zi, z, z3, z3,
+                    dev(xp.zeros((0, 4), dtype=dtype)), z, z, z, z, z, False, False,
+                    dev(xp.zeros((0, 9), dtype=dtype)))  # fmt: skip

@@ -1,0 +1,298 @@
+"""The device-resident step loop of the particle engine: blocks of steps, checked once.
+
+A block of ``K`` steps runs without the host looking at the device in between
+(:class:`kernels.program.Program`: save, optional neighbour rebuild, ``K`` steps,
+report; on a real GPU replayed from CUDA graphs). Every failure condition is a status bit
+or a report slot on the device, read once at the end of the block:
+
+* an incremental rotation outside the map's domain, or a NaN/infinity (status bits);
+* a particle that moved more than skin/2 since the neighbour list was built (status bit);
+* a neighbour row or hash bucket that outgrew its array in a rebuild (report slots).
+
+When the block is clean it is committed as it stands. Otherwise the state saved at the
+block's start is restored on the device; an overflow grows the arrays and runs the block
+again; anything else re-runs the block one checked step at a time
+(:meth:`ParticleEngine.step`), which rebuilds the neighbour list where a particle crossed
+skin/2 and raises the same :class:`~granular.errors.IntegrationError`, at the same
+step, for the same particle, as a step-by-step loop would, leaving the state as it was
+before that step. Neighbour rows are kept sorted, so forces do not depend on when the
+list was rebuilt, and a trajectory is the same bit for bit for every block length.
+
+Block length: the largest that fits the request (at most :data:`MAX_BLOCK`), unless the
+particles would likely cross skin/2 before its end: from the largest displacement since
+the last build and the largest speed measured at the end of the previous block, with a
+safety factor that doubles after every skin failure. When the remaining budget cannot
+cover the block, the block starts with a rebuild.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernels.layout import (
+    BIT_NOT_FINITE,
+    BIT_ROTATION,
+    REPORT_ACCEL2,
+    REPORT_DISPLACEMENT2,
+    REPORT_NOT_FINITE,
+    REPORT_ROTATION,
+    REPORT_SIZE,
+    REPORT_SKIN,
+    REPORT_SPEED2,
+    Dynamics,
+    Flags,
+)
+from kernels.program import Program
+
+from ...errors import NonFiniteError, StepSizeError
+from .schemes import EQUATION, SCHEME_NAMES, rotation_measure
+
+#: Longest block of steps between two reports.
+MAX_BLOCK = 256
+
+#: Factor on the largest speed when predicting displacements (doubles after a skin
+#: failure, decays back after clean blocks).
+SAFETY = 1.5
+
+
+class ParticleEngine:
+    """Runs the step kernels of one ``(model, state)`` pair; see the module docstring.
+
+    ``graphs``: capture blocks as CUDA graphs on a real GPU (ignored elsewhere).
+    Counters: ``steps`` committed, ``blocks`` run, ``block_rebuilds`` (neighbour
+    rebuilds inside blocks), ``redone`` (blocks re-run step by step), ``regrows``.
+    """
+
+    def __init__(self, model, state, graphs=True, max_block=MAX_BLOCK):
+        if state.n != model.n:
+            raise ValueError(f"state: has {state.n} particles, the model {model.n}")
+        if np.dtype(state.x.dtype) != model.dtype:
+            raise ValueError(f"state: dtype {state.x.dtype} differs from the model's {model.dtype}")
+        self.model, self.state = model, state
+        model.bind_springs(state)
+        self.graphs = bool(graphs)
+        be = model.backend
+        xp = be.xp
+        self.max_block = max(1, int(max_block))
+        contacts = model.force("contacts")
+        self.neighbors = contacts.neighbors if contacts is not None else None
+        self.report = xp.zeros(REPORT_SIZE, dtype=np.float64)
+        self._saved = [xp.zeros_like(a) for a in (state.x, state.v, state.q, state.omega, state.F, state.RM,
+                                                  state.broken, state.released)]  # fmt: skip
+        self._saved_law = None  # copies of the law's arrays (Model.law_arrays), made for their shapes
+        stream = None
+        if be.name == "gpu" and not be.simulated:
+            stream = xp.cuda.Stream(non_blocking=True)
+        self.program = Program(be.kernels, self._bundles(), self.report, stream, graphs)
+        self._bound = self._arrays()
+        self._generation = self._nl("generation")
+        self._version = self._nl("version")
+        self._d2 = None  # largest squared displacement since the last build (None: unknown)
+        self._v2 = 0.0
+        self._a2 = 0.0
+        self.safety = SAFETY
+        self.steps = self.blocks = self.block_rebuilds = self.redone = self.regrows = 0
+
+    # ------------------------------------------------------------------ binding
+
+    def _nl(self, attr):
+        return getattr(self.neighbors, attr) if self.neighbors is not None else 0
+
+    def _arrays(self):
+        s = self.state
+        return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated)
+
+    def _bundles(self) -> dict:
+        dev = self.model.backend.kernels.to_device
+        b = self.model.kernel_args()
+        b["dyn"] = self.model.dynamics(self.state, step=True)
+        law = self.model.law_arrays(self.state)
+        names = ("hist", "live", "whist", "dissip", "nbr", "count", "x_ref")
+        if self._saved_law is None or any(self._saved_law[k].shape != law[k].shape for k in names):
+            self._saved_law = {k: law[k].copy() for k in names}
+        sl = self._saved_law
+        b["saved"] = Dynamics(*(dev(a) for a in self._saved), dev(law["none3"]), dev(law["none3"]),
+                              *(dev(sl[k]) for k in names))  # fmt: skip
+        b["flags"] = Flags(dev(self.state.status), dev(self.report))
+        return b
+
+    def _check_binding(self) -> None:
+        """Rebind the kernels if the state's arrays were replaced or the neighbour list
+        regrew; forget the displacement budget if the list was rebuilt elsewhere."""
+        self.model.bind_springs(self.state)
+        arrays = self._arrays()
+        if any(a is not b for a, b in zip(arrays, self._bound)) or self._nl("generation") != self._generation:
+            self.program.rebind(self._bundles())
+            self._bound = arrays
+            self._generation = self._nl("generation")
+        if self._nl("version") != self._version:
+            self._version = self._nl("version")
+            self._d2 = None
+
+    # ------------------------------------------------------------------- stepping
+
+    def prepare(self) -> None:
+        """Evaluate the forces at the current configuration if they are not current
+        (bonds past their thresholds break here)."""
+        self._check_binding()
+        self.program.wait_for_host_work()
+        st = self.state
+        if st.forces_valid:
+            return
+        if self.neighbors is not None and not self.neighbors.valid:
+            self.neighbors.build(st.x)
+            self._check_binding()
+        self.program.head(False)
+        if self.model.law is not None:  # the first force evaluation sees v and Ω themselves
+            self.program.velocities()
+        self.program.forces(False, 0, st.x.dtype.type(0.0))
+        self.program.tail()
+        rep = self.program.read_report()
+        st.forces_valid = True
+        self._d2 = rep[REPORT_DISPLACEMENT2]
+        self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
+
+    def advance(self, scheme: int, h, steps: int) -> None:
+        """Take ``steps`` steps of size ``h`` (a float of the model's dtype) in blocks."""
+        self.prepare()
+        left = int(steps)
+        while left > 0:
+            if self._d2 is None:
+                self._measure()
+            count, rebuild = self._plan(min(left, self.max_block), float(h))
+            self.program.block(count, scheme, h, rebuild)
+            rep = self.program.read_report()
+            self.blocks += 1
+            if rebuild and self.neighbors is not None and self.neighbors.overflowed(rep):
+                self.program.restore()
+                self.regrows += 1
+                self._check_binding()
+                continue
+            if rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN]:
+                self.program.restore()
+                self.redone += 1
+                if rep[REPORT_SKIN]:
+                    self.safety = min(16.0 * SAFETY, 2.0 * self.safety)
+                for _ in range(count):
+                    self.step(scheme, h)
+            else:
+                if rebuild:
+                    self.neighbors.builds += 1
+                    self.block_rebuilds += 1
+                self._d2 = rep[REPORT_DISPLACEMENT2]
+                self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
+                self.safety = max(SAFETY, 0.95 * self.safety)
+                self._commit(count, h)
+            left -= count
+
+    def step(self, scheme: int, h) -> None:
+        """One checked step (see the module docstring); raises on failure with the state
+        as it was before the step."""
+        self.prepare()
+        p = self.program
+        p.head(False)
+        p.advance(scheme, h)
+        p.tail()
+        rep = p.read_report()
+        if rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE]:
+            raise self._failure(scheme, h)
+        if self.neighbors is not None and (rep[REPORT_SKIN] or not self.neighbors.valid):
+            self.neighbors.build(self.state.x)  # at the new positions; waits for the device
+            self._check_binding()
+        p.forces(True, scheme, h)
+        p.tail()
+        rep = p.read_report()
+        if rep[REPORT_NOT_FINITE]:
+            raise self._failure(scheme, h)
+        self._d2 = rep[REPORT_DISPLACEMENT2]
+        self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
+        self._commit(1, h)
+
+    def _measure(self) -> None:
+        """Displacement since the last build and speed of the current state."""
+        if self.neighbors is not None and not self.neighbors.valid:
+            self.neighbors.build(self.state.x)
+            self._check_binding()
+        self.program.head(False)
+        self.program.tail()
+        rep = self.program.read_report()
+        self._d2, self._v2, self._a2 = rep[REPORT_DISPLACEMENT2], rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
+
+    def _plan(self, wanted: int, h: float) -> tuple[int, bool]:
+        """Block length and whether to rebuild the neighbour list first.
+
+        The fastest particle moves at most ``d(k) = k h v + (k h)² a / 2`` in ``k`` steps
+        (``v``, ``a``: the largest speed and acceleration at the end of the last block),
+        times the safety factor. The block runs without a rebuild while the unused part
+        of the skin/2 budget covers it, or covers at least half of what a fresh list
+        would; otherwise it starts with a rebuild.
+        """
+        if self.neighbors is None:
+            return wanted, False
+        budget = 0.5 * self.neighbors.skin
+        used = math.sqrt(self._d2)
+        v, a = self.safety * h * math.sqrt(self._v2), 0.5 * self.safety * h * h * math.sqrt(self._a2)
+
+        def steps_within(room):
+            """Largest k with v k + a k² <= room."""
+            if room <= 0.0:
+                return 0
+            if a == 0.0:
+                return wanted if v == 0.0 else int(room / v)
+            return int((math.sqrt(v * v + 4.0 * a * room) - v) / (2.0 * a))
+
+        fresh = max(1, min(wanted, steps_within(budget)))
+        free = min(wanted, steps_within(budget - used))
+        if free >= min(wanted, (fresh + 1) // 2) and free >= 1:
+            return free, False
+        return fresh, True
+
+    def _commit(self, count: int, h) -> None:
+        """Advance the clock: ``time = t0 + (step - step0) h`` with ``(t0, step0, h)`` in
+        ``state.clock`` since the last change of ``h`` or of the clock by hand (no
+        accumulated round-off; saved in checkpoints, so a resumed run has the same times)."""
+        st = self.state
+        h = float(h)
+        clock = st.clock
+        if clock is None or clock[2] != h or clock[3] != (st.time, st.step):
+            clock = (st.time, st.step, h)
+        st.step += count
+        st.time = clock[0] + (st.step - clock[1]) * h
+        st.clock = clock[:3] + ((st.time, st.step),)
+        self.steps += count
+
+    # -------------------------------------------------------------------- failure
+
+    def _failure(self, scheme, h):
+        """Restore the state saved before the step and describe what failed."""
+        self.program.restore()
+        self.program.read_report()  # waits for the restore
+        model, st = self.model, self.state
+        bits = model.backend.to_host(st.status)
+        name = SCHEME_NAMES[scheme]
+        h = float(h)
+        where = f"step {st.step + 1} (t = {st.time:.17g} -> {st.time + h:.17g})"
+        domain = np.flatnonzero(bits & BIT_ROTATION)
+        if domain.size:
+            rho = rotation_measure(model, st, name, h)
+            i = int(domain[np.argmax(rho[domain])])
+            what = {
+                "exact": "h|Ω + h RM/2J|",
+                "verlet": "|Δα|/2 = h|Ω + h RM/2J|/2",
+                "campello": "|Δα|/2 = h|Ω + h RM/J|/2",
+            }[name]
+            return StepSizeError(
+                f"{where}: map {EQUATION[name]} needs {what} < 1 (incremental rotation "
+                f"below pi/2); particle {i} has {rho[i]:.6g} with h = {h:.6g} "
+                f"({domain.size} particle(s) affected). The state is unchanged; reduce h.",
+                step=st.step + 1, particle=i, value=float(rho[i]),
+            )  # fmt: skip
+        bad = np.flatnonzero(bits & BIT_NOT_FINITE)
+        i = int(bad[0]) if bad.size else -1
+        return NonFiniteError(
+            f"{where}: a NaN or infinity appeared in the state or forces of particle {i} "
+            f"({bad.size} particle(s) affected). The state is unchanged.",
+            step=st.step + 1, particle=i,
+        )  # fmt: skip

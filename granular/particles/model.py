@@ -1,0 +1,626 @@
+"""``ModelBuilder`` (host lists, easy to fill) → ``finalize(backend)`` → ``Model``.
+
+``Model`` holds what does not change during a run, on one backend:
+
+=============  ========  ===================================================
+``mass``       (N,)      particle mass ``m`` [M], > 0
+``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²], > 0
+``radius``     (N,)      radius [L], > 0
+``forces``     list      interaction families (:mod:`granular.particles.forces`)
+``bonds``                the :class:`~granular.particles.forces.Bonds` family or ``None``
+=============  ========  ===================================================
+
+and the initial conditions, from which :meth:`Model.state` makes a fresh
+:class:`~granular.particles.state.State`. Every input is checked when it is added; an error names
+the argument, the particle and what is allowed.
+
+Example::
+
+    b = ModelBuilder()
+    i = b.add_particle(x=[0, 0, 0], rotvec=[0, 2.35, 0], omega=[0.2, 0, 0.2])
+    b.add_pendulum(i, rho0=[0, 0, 1], g=1.0)
+    model = b.finalize("cpu")
+    state = model.state()
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from kernels.layout import DIAGNOSTICS, Dynamics, Particles
+
+from .. import rotations
+from ..backend import Backend, resolve_backend
+from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
+from .forces.bonds import empty_bond_args
+from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
+from .forces.fields import field_args
+from .forces.materials import Material, check_material, sphere_mass
+from .state import State
+
+#: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.
+UNIT_QUATERNION_TOL = 1e-8
+
+
+def _vectors(name, value, n, width=3, allow_broadcast=True):
+    """``value`` as a finite float64 ``(n, width)`` array, or a ``ValueError`` naming ``name``."""
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 1 and allow_broadcast and a.shape == (width,):
+        a = np.broadcast_to(a, (n, width)).copy()
+    if a.shape != (n, width):
+        raise ValueError(f"{name}: expected shape ({n}, {width}) or ({width},), got {a.shape}")
+    bad = ~np.isfinite(a).all(axis=1)
+    if bad.any():
+        raise ValueError(f"{name}: non-finite value for particle {int(np.argmax(bad))} of this call: {a[bad][0]}")
+    return a
+
+
+def _scalars(name, value, n, positive=True):
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    bad = ~np.isfinite(a) | ((a <= 0) if positive else False)
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        rule = "finite and > 0" if positive else "finite"
+        raise ValueError(f"{name}: must be {rule}; particle {k} of this call has {float(a[k])!r}")
+    return a
+
+
+def _nonnegative(name, value, n, what="bond", allow_inf=False):
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    ok = (a >= 0) & (np.isfinite(a) | (allow_inf & (a == np.inf)))
+    if not ok.all():
+        k = int(np.argmax(~ok))
+        rule = "> 0 (inf: never)" if allow_inf else "finite and >= 0"
+        raise ValueError(f"{name}: must be {rule}; {what} {k} of this call has {float(a[k])!r}")
+    return a
+
+
+def _check_duplicate_bonds(keys, first) -> None:
+    """``ValueError`` naming the first repeated pair among ``keys`` (``(a << 32) | b``)."""
+    uniq, counts = np.unique(keys, return_counts=True)
+    if (counts > 1).any():
+        dup_key = uniq[np.argmax(counts > 1)]
+        where = np.flatnonzero(keys == dup_key)
+        i, j = int(dup_key) >> 32, int(dup_key) & 0xFFFFFFFF
+        raise ValueError(f"bonds: bond {first + int(where[1])} duplicates bond {first + int(where[0])} "
+                         f"(particles {i}, {j})")  # fmt: skip
+
+
+def _orientations(n, orientation, alpha, rotvec):
+    given = [(k, v) for k, v in (("orientation", orientation), ("alpha", alpha), ("rotvec", rotvec)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of orientation (quaternion), alpha (RRP), rotvec; got {[k for k, _ in given]}")
+    if not given:
+        q = np.zeros((n, 4))
+        q[:, 0] = 1.0
+        return q
+    key, value = given[0]
+    if key == "orientation":
+        q = _vectors("orientation", value, n, width=4)
+        norm = np.linalg.norm(q, axis=1)
+        bad = np.abs(norm - 1.0) > UNIT_QUATERNION_TOL
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError(
+                f"orientation: must be a unit quaternion (q0, q1, q2, q3) with | |q| - 1 | <= "
+                f"{UNIT_QUATERNION_TOL}; particle {k} of this call has |q| = {float(norm[k])!r}"
+            )
+        return q / norm[:, None]
+    if key == "alpha":
+        return rotations.quat_from_rrp(_vectors("alpha", value, n))
+    return rotations.quat_from_rotvec(_vectors("rotvec", value, n))
+
+
+class ModelBuilder:
+    """Collects particles and fields on the host; :meth:`finalize` moves them to a backend."""
+
+    def __init__(self):
+        self._x, self._v, self._q, self._omega = [], [], [], []
+        self._mass, self._inertia, self._radius = [], [], []
+        self._n = 0
+        self._gravity = None
+        self._pendula = []  # (index array, rho0 array, mg array, vertical)
+        self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max) arrays per call
+        self._bond_keys = []  # per call: (a << 32) | b of each bond (a < b), for duplicate detection
+        self._bond_count = 0
+        self._kpp = None
+        self._bonded_contacts = True
+        self._contact_search = ("cells", None)
+        self._walls = []  # (normal (3,), offset, k or None, material index or -1)
+        self._materials = {}  # name -> (index, Material)
+        self._mat = []  # per add_particles call: (K,) material index, -1 for none
+        self._contacts_set = False
+        self._velocity = "predicted"
+
+    @property
+    def particle_count(self) -> int:
+        return self._n
+
+    def add_particles(
+        self,
+        x,
+        v=(0.0, 0.0, 0.0),
+        *,
+        orientation=None,
+        alpha=None,
+        rotvec=None,
+        omega=(0.0, 0.0, 0.0),
+        mass=None,
+        inertia=None,
+        radius=0.5,
+        material=None,
+    ) -> np.ndarray:
+        """Add ``K`` spherical particles; returns their indices, (K,) int64.
+
+        ``x`` (K, 3); ``v``, ``omega`` (spatial Ω) (K, 3) or (3,); orientation as one of
+        ``orientation`` (unit quaternions, (K, 4) or (4,)), ``alpha`` (RRP) or ``rotvec``
+        (rotation vectors), identity if none; ``mass``, ``inertia`` (scalar ``J``),
+        ``radius``: scalar or (K,), each > 0. ``material``: the name of a material
+        (:meth:`add_material`); then ``mass`` and ``inertia`` default to those of solid
+        spheres of its density (``ρ 4/3 π r³``, ``2/5 m r²``), else to 1.
+        """
+        xa = np.array(x, dtype=np.float64)
+        if xa.ndim != 2 or xa.shape[1] != 3:
+            raise ValueError(f"x: expected shape (K, 3), got {xa.shape}")
+        k = xa.shape[0]
+        xa = _vectors("x", xa, k, allow_broadcast=False)
+        self._x.append(xa)
+        self._v.append(_vectors("v", v, k))
+        self._omega.append(_vectors("omega", omega, k))
+        self._q.append(_orientations(k, orientation, alpha, rotvec))
+        radius = _scalars("radius", radius, k)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"material: no material named {material!r}; defined: {sorted(self._materials)}")
+            mat, m = self._materials[material]
+            m_s, j_s = sphere_mass(m, radius)
+            mass = m_s if mass is None else mass
+            inertia = j_s if inertia is None else inertia
+        self._mass.append(_scalars("mass", 1.0 if mass is None else mass, k))
+        self._inertia.append(_scalars("inertia", 1.0 if inertia is None else inertia, k))
+        self._radius.append(radius)
+        self._mat.append(np.full(k, mat, dtype=np.int32))
+        first = self._n
+        self._n += k
+        return np.arange(first, self._n, dtype=np.int64)
+
+    def add_particle(self, x, v=(0.0, 0.0, 0.0), **kwargs) -> int:
+        """Add one particle (arguments as :meth:`add_particles` for K = 1); returns its index."""
+        for key in ("orientation", "alpha", "rotvec"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = np.asarray(kwargs[key], dtype=np.float64)[None, :]
+        return int(self.add_particles(np.asarray(x, dtype=np.float64)[None, :], v, **kwargs)[0])
+
+    def set_gravity(self, g) -> None:
+        """Uniform gravitational acceleration ``g`` (3,) for all particles."""
+        self._gravity = _vectors("gravity", g, 1)[0]
+
+    def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
+        """Make particles 3D pendula about fixed pivots, eq. (39): ``U = -m g e·Rρ0``.
+
+        ``particles``: index or (K,) indices (each at most once over all pendulum calls);
+        ``rho0``: body-frame vector pivot → centre of mass, (3,) or (K, 3); ``g`` > 0;
+        ``vertical``: the unit vector ``e`` of (39). The particle's ``inertia`` is taken as
+        the scalar inertia about the pivot.
+        """
+        idx = np.atleast_1d(np.asarray(particles))
+        if idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise ValueError(f"particles: expected integer indices, got {particles!r}")
+        if ((idx < 0) | (idx >= self._n)).any():
+            raise ValueError(f"particles: indices must be in [0, {self._n}), got {idx.tolist()}")
+        used = np.concatenate([p[0] for p in self._pendula] + [idx])
+        if len(np.unique(used)) != len(used):
+            raise ValueError("particles: a particle can be attached to at most one pendulum")
+        k = len(idx)
+        r = _vectors("rho0", rho0, k)
+        gg = _scalars("g", g, k)
+        e = _vectors("vertical", vertical, 1)[0]
+        if abs(np.linalg.norm(e) - 1.0) > 1e-12:
+            raise ValueError(f"vertical: must be a unit vector, got {e.tolist()} (norm {np.linalg.norm(e)!r})")
+        self._pendula.append((idx.astype(np.int64), r, gg, e))
+
+    def add_bonds(self, pairs, ka=0.0, ks=0.0, km=0.0, strain_max=np.inf, angle_max=np.inf) -> np.ndarray:
+        """Bond particle pairs with binder stiffnesses (paper 003, Sect. 4); returns bond ids.
+
+        ``pairs`` (B, 2) particle indices (each unordered pair at most once); ``ka`` (axial
+        U^a), ``ks`` (shear U^s), ``km`` (bending and torsion U^m): scalars or (B,), >= 0
+        [M L²/T²]; ``strain_max`` (on ``|r/r0 - 1|``) and ``angle_max`` (on the relative
+        rotation angle, rad): breakage thresholds, > 0, ``inf`` (default) for none. Rest
+        length, rest directions and reference relative rotation are taken from the
+        initial configuration at :meth:`finalize`.
+        """
+        p = np.asarray(pairs)
+        if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
+            raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
+        p = p.astype(np.int64)
+        nb = len(p)
+        first = self._bond_count
+        bad = ((p < 0) | (p >= self._n)).any(axis=1)
+        if bad.any():
+            k = int(np.argmax(bad))
+            end = int(p[k][(p[k] < 0) | (p[k] >= self._n)][0])
+            raise ValueError(f"bonds: bond {first + k} names particle {end}, but particles are 0..{self._n - 1}")
+        same = p[:, 0] == p[:, 1]
+        if same.any():
+            k = int(np.argmax(same))
+            raise ValueError(f"bonds: bond {first + k} joins particle {p[k, 0]} to itself")
+        lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
+        keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
+        _check_duplicate_bonds(keys, first)  # within this call; across calls at finalize()
+        self._bond_keys.append(keys)
+        stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
+        thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
+        for name, t in zip(("strain_max", "angle_max"), thresholds):
+            if (t == 0).any():
+                raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+        self._bonds.append((lo, hi, *stiff, *thresholds))
+        self._bond_count += nb
+        return np.arange(first, first + nb, dtype=np.int64)
+
+    def add_material(self, name, young, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
+                     rolling_friction=0.0, twisting_friction=0.0) -> int:  # fmt: skip
+        """A material for the dissipative contact law (:mod:`granular.particles.forces.materials`,
+        ``docs/contacts.md``); particles and walls name it. Once any particle has a
+        material, every contact follows that law (and every particle and wall needs a
+        material). Returns the material's index."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"material name: must be a non-empty string, got {name!r}")
+        if name in self._materials:
+            raise ValueError(f"material {name!r}: defined twice")
+        m = Material(young, poisson, density, restitution, friction, rolling_friction, twisting_friction)
+        check_material(name, m)
+        self._materials[name] = (len(self._materials), m)
+        return len(self._materials) - 1
+
+    def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted") -> None:
+        """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
+        ``kpp`` >= 0 [M L²/T²]. ``bonded_contacts=False`` leaves bonded pairs out;
+        ``search``: ``"cells"`` (neighbour list with ``skin`` [L], default 0.4 × the
+        largest radius) or ``"all-pairs"`` (see :class:`~granular.particles.forces.ParticleContacts`).
+        With materials (:meth:`add_material`) the dissipative law replaces U^pp and
+        ``kpp`` is not used; ``velocity``: the velocity its damping and friction see,
+        ``"predicted"`` or ``"half"`` (``docs/contacts.md``)."""
+        if velocity not in VELOCITIES:
+            raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
+        self._velocity = velocity
+        self._contacts_set = True
+        self._kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
+        self._bonded_contacts = bool(bonded_contacts)
+        if search not in ("cells", "all-pairs"):
+            raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
+        if skin is not None and not (np.isfinite(skin) and skin >= 0):
+            raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
+        self._contact_search = (search, skin)
+
+    def add_wall(self, normal, offset=0.0, k=None, material=None) -> int:
+        """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
+        side); stiffness ``k`` >= 0, default the contact stiffness; ``material``: its
+        material under the dissipative law. Returns the wall id."""
+        wid = len(self._walls)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"wall {wid}: material: no material named {material!r}; defined: "
+                                 f"{sorted(self._materials)}")  # fmt: skip
+            mat = self._materials[material][0]
+        try:
+            nrm = np.asarray(normal, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"wall {wid}: normal must be 3 numbers, got {normal!r}") from None
+        if nrm.shape != (3,) or not np.isfinite(nrm).all():
+            raise ValueError(f"wall {wid}: normal must be 3 finite numbers, got {normal!r}")
+        length = float(np.linalg.norm(nrm))
+        if length == 0.0:
+            raise ValueError(f"wall {wid}: normal has zero length")
+        off = float(offset)
+        if not np.isfinite(off):
+            raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
+        kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
+        self._walls.append((nrm / length, off, kk, mat))
+        return wid
+
+    def finalize(self, backend="auto", dtype=np.float64) -> "Model":
+        """Move everything to ``backend`` (name or :class:`Backend`) and return the ``Model``."""
+        if self._n == 0:
+            raise ValueError("the model has no particles; add some with add_particles()")
+        if np.dtype(dtype) not in (np.float64, np.float32):
+            raise ValueError(f"dtype: must be float64 (default) or float32, got {np.dtype(dtype)}")
+        dtype = np.dtype(dtype)
+        be = resolve_backend(backend)
+        cat = np.concatenate
+        mass = cat(self._mass)
+        forces = []
+        if self._gravity is not None:
+            forces.append(UniformGravity(be, self._gravity))
+        if self._pendula:
+            idx = cat([p[0] for p in self._pendula])
+            vertical = cat([np.broadcast_to(p[3], (len(p[0]), 3)) for p in self._pendula])
+            mg = mass[idx] * cat([p[2] for p in self._pendula])
+            rho0 = cat([p[1] for p in self._pendula])
+            forces.append(PendulumPotential(be, self._n, idx, rho0, mg, vertical, dtype=dtype))
+        x0, q0 = cat(self._x), cat(self._q)
+        bonds = None
+        if len(self._bond_keys) > 1:
+            _check_duplicate_bonds(cat(self._bond_keys), 0)
+        if self._bonds:
+            cols = [cat([c[i] for c in self._bonds]) for i in range(7)]
+            a, b = cols[0], cols[1]
+            # Orient every bond by its reference geometry (end a has the lexicographically
+            # smaller initial position), not by particle index, so that every bond quantity,
+            # the bending rotation included, is computed the same way whatever the numbering.
+            diff = x0[b] - x0[a]
+            first = np.argmax(diff != 0, axis=1)
+            flip = diff[np.arange(len(a)), first] < 0
+            a, b = np.where(flip, b, a), np.where(flip, a, b)
+            rest = np.linalg.norm(x0[a] - x0[b], axis=1)
+            if (rest == 0).any():
+                k = int(np.argmax(rest == 0))
+                raise ValueError(
+                    f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
+                )
+            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
+            forces.append(bonds)
+        law = self._law(be, dtype)
+        if self._kpp is not None or law is not None:
+            search, skin = self._contact_search
+            radius_dev = be.asarray(cat(self._radius), dtype=dtype)
+            forces.append(ParticleContacts(be, self._n, self._kpp or 0.0, bonds, self._bonded_contacts, search, skin,
+                                           radius_dev, law=law))  # fmt: skip
+        elif self._contacts_set:
+            raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
+        if self._walls:
+            ks = []
+            for wid, (_, _, k, _) in enumerate(self._walls):
+                if k is None and self._kpp is None and law is None:
+                    raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
+                ks.append((self._kpp or 0.0) if k is None else k)
+            planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
+            mats = [max(m, 0) for _, _, _, m in self._walls]
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats))
+        return Model(
+            law=law,
+            backend=be,
+            dtype=np.dtype(dtype),
+            mass=mass,
+            inertia=cat(self._inertia),
+            radius=cat(self._radius),
+            forces=forces,
+            initial=(x0, cat(self._v), q0, cat(self._omega)),
+            bonds=bonds,
+        )
+
+
+    def _law(self, be, dtype):
+        """The dissipative law when any particle has a material (then all must, and every
+        wall), else ``None``."""
+        mat = np.concatenate(self._mat)
+        if not (mat >= 0).any():
+            for wid, w in enumerate(self._walls):
+                if w[3] >= 0:
+                    raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
+                                     "materials (the dissipative law), or leave the wall's out")  # fmt: skip
+            return None
+        if (mat < 0).any():
+            i = int(np.argmax(mat < 0))
+            raise ValueError(f"particle {i} has no material; with materials every particle needs one (the contact "
+                             "law acts between every pair)")  # fmt: skip
+        for wid, w in enumerate(self._walls):
+            if w[3] < 0:
+                raise ValueError(f"wall {wid}: material: with materials every wall needs one")
+        if self._kpp is not None:
+            raise ValueError("kpp: with materials the dissipative law replaces U^pp; leave kpp out")
+        names = sorted(self._materials, key=lambda k: self._materials[k][0])
+        mats = [self._materials[k][1] for k in names]
+        wall_mat = [w[3] for w in self._walls]
+        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype)
+
+
+class Model:
+    """Fixed per-particle parameters and interaction families on one backend.
+
+    =============  ========  ===================================================
+    ``n``          int       number of particles ``N``
+    ``n_bonds``    int       number of bonds ``B``
+    ``mass``       (N,)      particle mass [M]
+    ``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²]
+    ``radius``     (N,)      radius [L]
+    ``forces``     list      interaction families (:mod:`granular.particles.forces`)
+    ``bonds``                the :class:`~granular.particles.forces.Bonds` family or ``None``
+    ``backend``              the :class:`~granular.backend.Backend` of every array
+    ``dtype``                float64 (default) or float32
+    =============  ========  ===================================================
+    """
+
+    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None, law=None):
+        xp = backend.xp
+        self.law = law  # the dissipative contact law (granular.particles.forces.contacts.ContactLaw) or None
+        self.bonds = bonds
+        self.n_bonds = 0 if bonds is None else bonds.count
+        self.backend = backend
+        self.dtype = np.dtype(dtype)
+        self.n = len(mass)
+        self.mass = xp.asarray(mass, dtype=dtype)
+        self.inertia = xp.asarray(inertia, dtype=dtype)
+        self.radius = xp.asarray(radius, dtype=dtype)
+        self.forces = list(forces)
+        self._initial = initial  # host arrays (x, v, q, omega)
+        self._static_args = None
+        self._diag_rows = None
+        self._zeros = None
+
+    def state(self) -> State:
+        """A new state at the model's initial conditions (forces not yet evaluated)."""
+        x, v, q, omega = self._initial
+        walls = self.force("walls")
+        n_walls = None if self.law is None else (0 if walls is None else walls.count)
+        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds, n_walls)
+
+    def bind_springs(self, state) -> None:
+        """Make the neighbour list's contact springs those of ``state``. The springs live
+        with the model's neighbour list (parallel to its rows); a model stepping several
+        states in turn keeps the springs of the one it leaves with that state (a host
+        copy, keyed by pair) and gives them back when it returns to it. A new state
+        starts without springs."""
+        if self.law is None:
+            return
+        nl = self.force("contacts").neighbors
+        owner = nl.owner() if nl.owner is not None else None
+        if owner is state:
+            return
+        if owner is not None:
+            owner._springs = nl.springs()
+        pairs, springs = getattr(state, "_springs", None) or (np.zeros((0, 2), np.int64), np.zeros((0, 8)))
+        nl.hist[...] = 0
+        nl.live[...] = 0
+        nl.set_springs(state.x, pairs, springs)
+        state._springs = None
+        nl.owner = weakref.ref(state)
+
+    def force(self, kind: str):
+        """The interaction family of ``kind`` (e.g. ``"pendulum"``), or ``None``."""
+        for f in self.forces:
+            if f.kind == kind:
+                return f
+        return None
+
+    # ------------------------------------------------------------ kernel arguments
+
+    def kernel_args(self) -> dict:
+        """The argument bundles of :mod:`kernels.layout` (device views): ``par``,
+        ``bonds``, ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (new arrays
+        after a neighbour-list regrow)."""
+        be, dt = self.backend, self.dtype
+        if self._static_args is None:
+            dev = be.kernels.to_device
+            bonds = self.bonds.kernel_args() if self.bonds is not None else empty_bond_args(be, self.n, dt)
+            walls = self.force("walls")
+            self._static_args = {
+                "par": Particles(dev(self.mass), dev(self.inertia), dev(self.radius)),
+                "bonds": bonds,
+                "walls": walls.kernel_args() if walls is not None else no_wall_args(be, dt),
+                "fields": field_args(be, self.n, self.force("gravity"), self.force("pendulum"), dt),
+            }
+        contacts = self.force("contacts")
+        pair = contacts.kernel_args() if contacts is not None else no_contact_args(be, dt)
+        return dict(self._static_args, contacts=pair[0], grid=pair[1])
+
+    def dynamics(self, cfg, step=False) -> Dynamics:
+        """The ``Dynamics`` bundle of a state or configuration ``cfg`` (an object with
+        ``x``, ``q``, ``F``, ``RM``, ``broken`` and optionally ``v``, ``omega``,
+        ``released``, ``wall_springs``, ``dissipated``; missing velocities count as
+        zero, missing springs as none). With the dissipative law, ``step``: the bundle of
+        the step loop (the law's own ``vp``, ``wp``, written by the advance pass); else
+        the force pass sees ``v`` and ``Ω`` themselves."""
+        dev = self.backend.kernels.to_device
+        xp = self.backend.xp
+        if self._zeros is None:
+            self._zeros = (xp.zeros((self.n, 3), dtype=self.dtype), xp.zeros(self.n_bonds, dtype=self.dtype))
+        v = getattr(cfg, "v", None)
+        omega = getattr(cfg, "omega", None)
+        released = getattr(cfg, "released", None)
+        v = self._zeros[0] if v is None else v
+        omega = self._zeros[0] if omega is None else omega
+        law = self.law_arrays(cfg)
+        if self.law is not None and step:
+            vp, wp = self.law.vp, self.law.wp
+        elif self.law is not None:
+            vp, wp = v, omega
+        else:
+            vp = wp = law["none3"]
+        return Dynamics(
+            dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
+            dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
+            dev(law["live"]), dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
+        )  # fmt: skip
+
+    def law_arrays(self, cfg=None) -> dict:
+        """The arrays of the dissipative law a ``Dynamics`` bundle carries (one-row or
+        empty placeholders without the law): the neighbour list's ``nbr``, ``count``,
+        ``x_ref``, ``hist``, and ``cfg``'s ``wall_springs`` and ``dissipated``."""
+        xp = self.backend.xp
+        if getattr(self, "_law_none", None) is None:
+            dt = self.dtype
+            self._law_none = {"none3": xp.zeros((0, 3), dt), "hist": xp.zeros((0, 1, 8), dt),
+                              "live": xp.zeros((0, 1), np.uint8),
+                              "whist": xp.zeros((0, 0, 8), dt), "dissip": xp.zeros((0, 4), dt),
+                              "nbr": xp.zeros((0, 1), np.int32), "count": xp.zeros(0, np.int32),
+                              "x_ref": xp.zeros((0, 3), dt)}  # fmt: skip
+        out = dict(self._law_none)
+        if self.law is None:
+            return out
+        nl = self.force("contacts").neighbors
+        out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist, live=nl.live)
+        ws, ds = getattr(cfg, "wall_springs", None), getattr(cfg, "dissipated", None)
+        walls = self.force("walls")
+        if ws is None or ws.shape[0] != self.n:
+            ws = xp.zeros((self.n, 0 if walls is None else walls.count, 8), self.dtype)
+        if ds is None or ds.shape[0] != self.n:
+            ds = xp.zeros((self.n, 4), self.dtype)
+        out.update(whist=ws, dissip=ds)
+        return out
+
+    def accumulate_family(self, family: int, cfg) -> None:
+        """Add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""
+        a = self.kernel_args()
+        kern = self.backend.kernels
+        kern.set_stream(0)
+        kern.family_forces(family, self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+
+    # ----------------------------------------------------------------- diagnostics
+
+    def diagnostics_rows(self, cfg):
+        """Per-particle diagnostics (backend array (N, len(DIAGNOSTICS)), the model's
+        dtype): kinetic energies, potential energies by kind, momenta, broken bonds and
+        released energy (:data:`kernels.layout.DIAGNOSTICS`). A neighbour list is
+        brought up to date for ``cfg.x`` first."""
+        contacts = self.force("contacts")
+        if contacts is not None:
+            contacts.ensure_list(cfg.x)
+        if self._diag_rows is None:
+            self._diag_rows = self.backend.xp.zeros((self.n, len(DIAGNOSTICS)), dtype=self.dtype)
+        a = self.kernel_args()
+        kern = self.backend.kernels
+        kern.set_stream(0)
+        kern.diagnostics(self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"],
+                         kern.to_device(self._diag_rows))  # fmt: skip
+        return self._diag_rows
+
+    def diagnostics(self, cfg) -> dict:
+        """Totals over particles of :meth:`diagnostics_rows` (host floats, one read-back),
+        summed in float64."""
+        rows = self.diagnostics_rows(cfg)
+        sums = self.backend.to_host(rows.sum(axis=0, dtype=np.float64))
+        return {name: float(sums[k]) for k, name in enumerate(DIAGNOSTICS)}
+
+    def family_energies(self, keys, cfg) -> dict:
+        d = self.diagnostics(cfg)
+        return {k: d[k] for k in keys}
+
+    def potential_energies(self, cfg) -> dict:
+        """``U_<kind>`` of every family the model has, at ``cfg``."""
+        d = self.diagnostics(cfg)
+        return {k: d[k] for f in self.forces for k in f.energy_keys}
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f.kind for f in self.forces) or "none"
+        return f"Model(N={self.n}, backend={self.backend.name}, dtype={self.dtype}, forces: {kinds})"

@@ -1,0 +1,261 @@
+"""Contact candidates in O(N): a Verlet neighbour list built on a hash grid, in place.
+
+Each particle keeps the sorted list of every other particle closer than
+``r_i + r_j + skin`` (both directions, so the contact kernel gathers without atomics).
+The list stays valid while no particle has moved more than ``skin/2`` from where it was
+at the last build: then a pair within contact range now was within ``r_i + r_j + skin``
+at the build. The step kernels check that bound for every particle at every step (a
+status bit), and the block loop of :mod:`granular.particles.integrators.engine` rebuilds the list
+on the device at the start of a block when the displacements measured at the end of the
+previous one say it is due. How the build works is in :mod:`kernels.grid`: cells one
+cutoff wide, hashed into a fixed number of buckets, so a build is three launches in
+fixed arrays, no host round trip, no sort and no bounding box.
+
+Contact history (the dissipative law, ``docs/contacts.md``): ``hist`` (N, capacity, 8)
+holds the springs of each listed pair, parallel to ``nbr``; a build carries them to the
+new rows on the device (:mod:`kernels.grid`), and a regrow copies them with the rows.
+
+Capacity: the list is a fixed ``(N, capacity)`` int32 array and each bucket holds at most
+``depth`` particles. A build reports the largest row and bucket it found; when either
+exceeds the arrays, the host grows them (to 1.5× what was found) and builds again, so no
+candidate is ever dropped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernels.laws import CONTACTS_LIST, HISTORY
+from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
+
+#: Initial particles per bucket; the buckets number the next power of two >= N.
+BUCKET_DEPTH = 8
+
+
+def _buckets_for(n: int) -> int:
+    return 1 << max(6, int(math.ceil(math.log2(max(n, 1)))))
+
+
+class NeighborList:
+    """Verlet list over all particles; see the module docstring.
+
+    Arrays (backend): ``nbr`` (N, capacity) int32 neighbour indices, rows sorted;
+    ``count`` (N,) int32; ``x_ref`` (N, 3) positions at the last build; ``bucket_count``
+    (buckets,) int32 and ``members`` (buckets, depth) int32, the hash grid.
+    ``builds`` counts builds, ``regrows`` capacity increases; ``generation`` changes
+    whenever the arrays are replaced (a bound :class:`kernels.program.Program` must be
+    rebound) and ``version`` whenever the list is rebuilt outside a block.
+    """
+
+    def __init__(self, backend, radius, skin: float, capacity: int = 16, history: bool = False):
+        if not (skin >= 0 and math.isfinite(skin)):
+            raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
+        self.backend = backend
+        self.radius = radius
+        self.n = int(radius.shape[0])
+        self.dtype = np.dtype(radius.dtype)
+        self.skin = float(skin)
+        self.max_radius = float(backend.to_host(radius).max())
+        self.cutoff = 2.0 * self.max_radius + self.skin
+        self.inv_cell = self.dtype.type(1.0 / self.cutoff)
+        self.capacity = max(1, int(capacity))
+        self.depth = BUCKET_DEPTH
+        self.buckets = _buckets_for(self.n)
+        self.history = bool(history)
+        self.law = None  # the law's fixed arguments (a dict), set by the contact family
+        self.owner = None  # weak reference to the state whose springs the list holds (Model.bind_springs)
+        xp = backend.xp
+        self.count = xp.zeros(self.n, dtype=np.int32)
+        self.x_ref = xp.zeros((self.n, 3), dtype=self.dtype)
+        self.bucket_count = xp.zeros(self.buckets, dtype=np.int32)
+        self._report = xp.zeros(REPORT_SIZE, dtype=np.float64)
+        self.builds = 0
+        self.regrows = 0
+        self.generation = 0
+        self.version = 0
+        self.count_old = xp.zeros(self.n if self.history else 0, dtype=np.int32)
+        self.nbr = self.hist = self.live = None
+        self._allocate(self.capacity, self.depth)
+
+    def _allocate(self, capacity, depth, carry=None) -> None:
+        """New arrays of ``capacity`` slots per row; ``carry``: ``(nbr, count, hist)`` whose
+        rows (and springs) are copied into the new arrays."""
+        xp = self.backend.xp
+        self.capacity, self.depth = int(capacity), int(depth)
+        self.nbr = xp.zeros((self.n, self.capacity), dtype=np.int32)
+        self.members = xp.zeros((self.buckets, self.depth), dtype=np.int32)
+        rows = self.n if self.history else 0
+        width = self.capacity if self.history else 1
+        self.hist = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        self.live = xp.zeros((rows, width), dtype=np.uint8)
+        self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
+        self.hist_old = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        if carry is not None and self.history:
+            nbr, count, hist = carry
+            k = min(nbr.shape[1], self.capacity)
+            self.nbr[:, :k] = nbr[:, :k]
+            self.hist[:, :k] = hist[:, :k]
+            self.live[:, :k] = (hist[:, :k, HISTORY - 1] != 0).astype(np.uint8)
+            self.count[...] = xp.minimum(count, k)
+        self.generation += 1
+        self._bundles = None
+        self.valid = False
+
+    def resize(self, capacity: int, depth: int | None = None) -> None:
+        """Start over with rows of ``capacity`` entries and buckets of ``depth`` particles
+        (for example to reserve room for a dense packing ahead of time); the list must be
+        built again."""
+        if int(capacity) < 1 or (depth is not None and int(depth) < 1):
+            raise ValueError(f"capacity and depth: must be >= 1, got {capacity!r} and {depth!r}")
+        carry = (self.nbr, self.count, self.hist) if self.history else None
+        self._allocate(int(capacity), self.depth if depth is None else int(depth), carry)
+
+    def bundles(self, kpp, mode):
+        """The ``Contacts`` and ``Grid`` argument bundles (device views) for ``mode``
+        :data:`kernels.laws.CONTACTS_LIST`, with stiffness ``kpp`` (a scalar of the
+        run's dtype) and the dissipative law's arguments (:attr:`law`) if it has any."""
+        if self._bundles is None or self._bundles[0].kpp != kpp:
+            dev = self.backend.kernels.to_device
+            half = self.dtype.type(0.5 * self.skin)
+            law = self.law if self.law is not None else placeholder_law(self.backend, self.dtype)
+            contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
+                                self.dtype.type(self.skin), half * half, law["on"], law["vel"], law["mat"],
+                                law["pair"], law["nmat"], dev(self.hist), dev(self.live), dev(self.nbr_old), dev(self.count_old),
+                                dev(self.hist_old))  # fmt: skip
+            grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members))
+            self._bundles = (contacts, grid)
+        return self._bundles
+
+    def overflowed(self, report) -> bool:
+        """Whether a build that wrote ``report`` outgrew the arrays; if so they are
+        grown (to 1.5× the largest row or bucket found) and must be built again."""
+        rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
+        if rows <= self.capacity and fill <= self.depth:
+            return False
+        capacity = max(self.capacity, int(math.ceil(1.5 * rows)) + 1) if rows > self.capacity else self.capacity
+        depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
+        # the rows and springs as they were before the build that overflowed
+        self._allocate(capacity, depth, (self.nbr_old, self.count_old, self.hist_old) if self.history else None)
+        self.regrows += 1
+        return True
+
+    def build(self, x) -> None:
+        """Build the list at ``x`` now (eager; the host waits for the result and grows the
+        arrays as long as something overflowed)."""
+        kern = self.backend.kernels
+        while True:
+            contacts, grid = self.bundles(self.dtype.type(0.0), CONTACTS_LIST)
+            self._report.fill(0.0)
+            kern.set_stream(0)
+            kern.rebuild(kern.to_device(x), kern.to_device(self.radius), contacts, grid, kern.to_device(self._report))
+            if not self.overflowed(self.backend.to_host(self._report)):
+                break
+        self.valid = True
+        self.builds += 1
+        self.version += 1
+
+    def moved(self, x) -> float:
+        """Largest displacement since the last build (inf if never built)."""
+        if not self.valid:
+            return math.inf
+        d = x - self.x_ref
+        with np.errstate(over="ignore", invalid="ignore"):
+            worst = float((d * d).sum(axis=1).max()) if self.n else 0.0
+        return math.sqrt(worst) if worst == worst else math.inf
+
+    def update(self, x) -> bool:
+        """Rebuild if a particle moved more than ``skin/2`` since the last build (or never
+        built); returns whether it rebuilt."""
+        if self.moved(x) <= 0.5 * self.skin:
+            return False
+        self.build(x)
+        return True
+
+    def invalidate(self) -> None:
+        self.valid = False
+
+    def pairs(self) -> np.ndarray:
+        """Host array (P, 2) of the listed pairs ``i < j`` (for tests and analysis)."""
+        nbr, count = self.backend.to_host(self.nbr), self.backend.to_host(self.count)
+        rows = np.repeat(np.arange(self.n), count)
+        cols = np.concatenate([nbr[i, : count[i]] for i in range(self.n)]) if self.n else np.zeros(0, int)
+        p = np.stack([rows, cols], axis=1)
+        return np.unique(np.sort(p[p[:, 0] != p[:, 1]], axis=1), axis=0)
+
+    def snapshot(self, into=None) -> dict:
+        """Device copies of the list and its springs (``nbr``, ``count``, ``x_ref``,
+        ``hist``, ``live``, and whether the list is valid), reusing ``into`` when the shapes match."""
+        arrays = {"nbr": self.nbr, "count": self.count, "x_ref": self.x_ref, "hist": self.hist, "live": self.live}
+        if into is None or any(into[k].shape != a.shape for k, a in arrays.items()):
+            into = {k: a.copy() for k, a in arrays.items()}
+        else:
+            for k, a in arrays.items():
+                into[k][...] = a
+        into["valid"] = self.valid
+        return into
+
+    def restore_snapshot(self, snap) -> None:
+        """Put a :meth:`snapshot` back (the arrays are reallocated if a regrow changed them)."""
+        if snap["nbr"].shape != self.nbr.shape:
+            self._allocate(snap["nbr"].shape[1], self.depth)
+        for k in ("nbr", "count", "x_ref", "hist", "live"):
+            getattr(self, k)[...] = snap[k]
+        self.valid = snap["valid"]
+        self.version += 1
+
+    def springs(self):
+        """Host arrays ``(pairs (P, 2) int64, springs (P, 8))`` of every listed pair
+        ``i < j`` whose springs are not all zero (each pair once, from row ``i``): the
+        contact history in a form that does not depend on the list's layout (checkpoints)."""
+        be = self.backend
+        if not self.history:
+            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, HISTORY))
+        nbr, count, hist = be.to_host(self.nbr), be.to_host(self.count), be.to_host(self.hist)
+        k = np.minimum(count, self.capacity)
+        slot = np.arange(self.capacity)[None, :] < k[:, None]
+        rows = np.broadcast_to(np.arange(self.n)[:, None], nbr.shape)
+        keep = slot & (nbr > rows) & (hist != 0).any(axis=2)
+        pairs = np.stack([rows[keep], nbr[keep]], axis=1).astype(np.int64)
+        return pairs, hist[keep].astype(np.float64)
+
+    def set_springs(self, x, pairs, springs) -> None:
+        """Build the list at ``x`` and put the springs of ``pairs`` (from :meth:`springs`)
+        into both rows of each pair. ``ValueError`` if a pair is not listed (it cannot be
+        touching at ``x``)."""
+        self.build(x)
+        if not self.history or not len(pairs):
+            return
+        be = self.backend
+        nbr, count = be.to_host(self.nbr), be.to_host(self.count)
+        hist = np.zeros((self.n, self.capacity, HISTORY), dtype=self.dtype)
+        k = np.minimum(count, self.capacity)
+        slot = np.arange(self.capacity)[None, :] < k[:, None]
+        keys = np.where(slot, np.arange(self.n, dtype=np.int64)[:, None] * self.n + nbr, -1).ravel()
+        order = np.argsort(keys, kind="stable")
+        for a, b in ((0, 1), (1, 0)):
+            want = pairs[:, a] * self.n + pairs[:, b]
+            pos = np.searchsorted(keys[order], want)
+            pos = np.minimum(pos, len(keys) - 1)
+            found = keys[order][pos] == want
+            if not found.all():
+                i = int(np.argmax(~found))
+                raise ValueError(f"contact history: the pair ({pairs[i, a]}, {pairs[i, b]}) is not a neighbour pair "
+                                 "at the restored positions")  # fmt: skip
+            hist.reshape(-1, HISTORY)[order[pos]] = springs
+        self.hist[...] = be.asarray(hist)
+        self.live[...] = be.asarray((hist[..., HISTORY - 1] != 0).astype(np.uint8))
+
+    @property
+    def bytes(self) -> int:
+        arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
+                  self.count_old, self.hist_old)  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+
+def placeholder_law(backend, dtype) -> dict:
+    """The dissipative law's fixed arguments when it is off (one-row stand-ins)."""
+    xp, dev = backend.xp, backend.kernels.to_device
+    return {"on": False, "vel": np.int64(0), "mat": dev(xp.zeros(1, dtype=np.int32)),
+            "pair": dev(xp.zeros((1, 6), dtype=dtype)), "nmat": np.int64(1)}  # fmt: skip

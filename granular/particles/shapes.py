@@ -1,0 +1,159 @@
+"""Geometry helpers that fill a :class:`~granular.particles.model.ModelBuilder`: particle-binder
+solids from the papers and lattices for large scenes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .model import ModelBuilder
+
+
+def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """``n_p`` points evenly on a circle of diameter ``ring_diameter`` about ``center`` in
+    the plane with unit ``normal``; (n_p, 3). The first point lies along the in-plane
+    direction closest to ``-e1`` (towards a wall at lower ``x``), so for the default
+    normal particle 0 is the one nearest a wall with normal ``e1``."""
+    if n_p < 3:
+        raise ValueError(f"n_p: a ring needs at least 3 particles, got {n_p}")
+    if not ring_diameter > 0:
+        raise ValueError(f"ring_diameter: must be > 0, got {ring_diameter}")
+    nrm = np.asarray(normal, dtype=np.float64)
+    if np.linalg.norm(nrm) == 0:
+        raise ValueError("normal: has zero length")
+    nrm = nrm / np.linalg.norm(nrm)
+    e1 = np.array([-1.0, 0.0, 0.0])
+    u = e1 - (e1 @ nrm) * nrm
+    if np.linalg.norm(u) < 1e-12:  # ring plane perpendicular to e1
+        u = np.array([0.0, 1.0, 0.0]) - nrm[1] * nrm
+    u /= np.linalg.norm(u)
+    w = np.cross(nrm, u)
+    phi = 2.0 * math.pi * np.arange(n_p) / n_p
+    r = 0.5 * ring_diameter
+    return np.asarray(center, dtype=np.float64) + r * (np.cos(phi)[:, None] * u + np.sin(phi)[:, None] * w)
+
+
+def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0),
+              velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
+              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, bonded=True,
+              material=None):  # fmt: skip
+    """The particle-binder torus of paper 003, Sect. 4.1: a closed chain of ``n_p`` spheres
+    of diameter ``D_p = D_t sin(π/n_p)`` (neighbours touch) on a ring of diameter
+    ``D_t = ring_diameter``, each bonded to its two neighbours (unless ``bonded`` is
+    false). Returns ``(particle_ids, bond_ids, D_p)``."""
+    x = ring_positions(n_p, ring_diameter, center, normal)
+    d_p = ring_diameter * math.sin(math.pi / n_p)
+    ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p,
+                                material=material)  # fmt: skip
+    bonds = np.zeros(0, dtype=np.int64)
+    if bonded:
+        pairs = np.stack([ids, np.roll(ids, -1)], axis=1)
+        bonds = builder.add_bonds(pairs, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max)
+    return ids, bonds, d_p
+
+
+def lattice_bonds(shape) -> np.ndarray:
+    """Nearest-neighbour pairs (B, 2) of a simple-cubic lattice numbered x fastest:
+    particle ``(i, j, k)`` is ``i + nx (j + ny k)``."""
+    nx, ny, nz = (int(s) for s in shape)
+    idx = np.arange(nx * ny * nz, dtype=np.int64).reshape(nz, ny, nx)
+    pairs = [
+        np.stack([idx[:, :, :-1].ravel(), idx[:, :, 1:].ravel()], axis=1),
+        np.stack([idx[:, :-1, :].ravel(), idx[:, 1:, :].ravel()], axis=1),
+        np.stack([idx[:-1, :, :].ravel(), idx[1:, :, :].ravel()], axis=1),
+    ]
+    return np.concatenate(pairs)
+
+
+def lattice_positions(shape, spacing=1.0, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """Centres of a simple-cubic lattice, (nx ny nz, 3), numbered x fastest."""
+    nx, ny, nz = (int(s) for s in shape)
+    k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    return np.asarray(origin, dtype=np.float64) + spacing * np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1)
+
+
+def add_block(builder, shape, spacing=1.0, origin=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
+              ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, material=None):  # fmt: skip
+    """A bonded simple-cubic block of touching spheres (diameter ``spacing``): particles
+    numbered x fastest, bonds between nearest neighbours. Returns ``(particle_ids, bond_ids)``."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape, shape, shape)
+    first = builder.particle_count
+    ids = builder.add_particles(lattice_positions(shape, spacing, origin), v=velocity, mass=mass, inertia=inertia,
+                                radius=0.5 * spacing, material=material)  # fmt: skip
+    bonds = builder.add_bonds(first + lattice_bonds(shape), ka=ka, ks=ks, km=km, strain_max=strain_max,
+                              angle_max=angle_max)  # fmt: skip
+    return ids, bonds
+
+
+#: The dissipative material of the frictional block impact (``friction=True``): with
+#: ``ν = 0.3``, ``E = (3/2) K^pp 2 (1 - ν²)`` gives two unit spheres the normal stiffness
+#: of ``K^pp = 2100`` (``k_n = (4/3) E* sqrt(R*) = K^pp``); restitution 0.5, friction 0.5,
+#: rolling and twisting resistance 0.1.
+BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, "restitution": 0.5, "friction": 0.5,
+                  "rolling_friction": 0.1, "twisting_friction": 0.1}  # fmt: skip
+
+
+def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
+                         friction=False):  # fmt: skip
+    """The ``block_impact`` scene: an ``n``×``n``×``n`` bonded block of unit spheres (point
+    contact, the torus' stiffnesses) moving at ``v0`` toward the wall ``x = 0`` (normal
+    ``e1``), its nearest face ``gap`` diameters away. ``friction``: the same block with
+    the dissipative contact law (:data:`BLOCK_MATERIAL`, for particles and wall) instead
+    of ``kpp``, masses and inertias still 1."""
+
+    b = ModelBuilder()
+    material = None
+    if friction:
+        b.add_material("binder", **BLOCK_MATERIAL)
+        material = "binder"
+    add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km,
+              material=material)  # fmt: skip
+    if friction:
+        b.set_contacts(search=search)
+        b.add_wall([1.0, 0.0, 0.0], 0.0, material=material)
+    else:
+        b.set_contacts(kpp, search=search)
+        b.add_wall([1.0, 0.0, 0.0], 0.0, k=kpp)
+    return b
+
+
+def random_unit_vectors(rng, n) -> np.ndarray:
+    v = rng.normal(size=(n, 3))
+    return v / np.linalg.norm(v, axis=1)[:, None]
+
+
+def torus_centers(count, box, clearance, rng, max_attempts=1000) -> np.ndarray:
+    """``count`` points in ``box`` ([[lo], [hi]]) at least ``clearance`` apart (rejection)."""
+    lo, hi = np.asarray(box[0], float) + 0.5 * clearance, np.asarray(box[1], float) - 0.5 * clearance
+    if np.any(hi < lo):
+        raise ValueError(f"box: too small for one torus of outer diameter {clearance:g}")
+    pts = []
+    for _ in range(count):
+        for _ in range(max_attempts):
+            p = rng.uniform(lo, hi)
+            if not pts or np.min(np.linalg.norm(np.asarray(pts) - p, axis=1)) >= clearance:
+                pts.append(p)
+                break
+        else:
+            raise ValueError(f"count: could not place {count} tori without overlap in the box (placed {len(pts)})")
+    return np.asarray(pts)
+
+
+def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0),
+             mass=1.0, inertia=1.0, ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf,
+             bonded=True, material=None):  # fmt: skip
+    """``count`` tori of paper 003 at random non-overlapping positions in ``box`` and random
+    orientations (uniform ring normals). Returns the particle ids."""
+    rng = np.random.default_rng(seed)
+    d_p = ring_diameter * math.sin(math.pi / n_p)
+    centers = torus_centers(count, box, ring_diameter + d_p * 1.01, rng)
+    normals = random_unit_vectors(rng, count)
+    ids = []
+    for c, nrm in zip(centers, normals):
+        i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, omega=omega, mass=mass,
+                            inertia=inertia, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max,
+                            bonded=bonded, material=material)  # fmt: skip
+        ids.append(i)
+    return np.concatenate(ids)

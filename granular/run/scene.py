@@ -1,0 +1,623 @@
+"""Scene files: a TOML schema, validated field by field, turned into a model.
+
+The schema is documented in ``docs/scenes.md``; the paper cases live in ``scenes/``.
+Every bad field gives one line naming its path (``particles[0].radius``), the value and
+what is allowed; unknown keys are errors, so a typo never passes silently. Semantic
+checks (group names, bond families, overlaps, counts) follow the same format.
+
+    scene = load_scene("scenes/torus_impact.toml")     # SceneError on bad input
+    model, run = build_model(scene, backend="cpu")     # the Model and the [run] table
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from scipy.spatial import cKDTree
+
+from ..backend import get_backend
+from ..bodies.scenes.validate import validate_bodies
+from ..checks import field_path, schema_message
+from ..errors import SceneError
+from ..particles.health import ENERGY_TOLERANCE
+from ..particles.model import ModelBuilder
+from ..particles.shapes import add_tori, add_torus
+from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
+
+#: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
+MAX_PARTICLES = 100_000_000
+#: Particles closer than this fraction of their radii sum count as coincident.
+COINCIDENT = 1e-9
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
+Quat = Annotated[list[Finite], Field(min_length=4, max_length=4)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+class RunTable(_Strict):
+    """``[run]``: integrator, step, duration, output cadence, backend and precision."""
+
+    integrator: Literal["exact", "verlet", "campello"] = "verlet"
+    dt: Positive
+    duration: Positive | None = None
+    steps: Annotated[int, Field(gt=0)] | None = None
+    output_every: Positive | None = None
+    series_every: Positive | None = None
+    checkpoint_every: Positive | None = None
+    backend: Literal["auto", "cpu", "gpu"] = "auto"
+    precision: Literal["float64", "float32"] = "float64"
+    allow_unstable_step: bool = False
+    energy_tolerance: Positive = ENERGY_TOLERANCE
+    graphs: bool = True  # replay blocks of steps as CUDA graphs on a GPU (false: launch every kernel)
+
+    @model_validator(mode="after")
+    def _one_length(self):
+        if (self.duration is None) == (self.steps is None):
+            raise ValueError("give exactly one of duration (time) or steps")
+        return self
+
+
+class BondFamily(_Strict):
+    """``[bond_families.NAME]``: binder stiffnesses [M L²/T²] and breakage thresholds."""
+
+    ka: NonNegative = 0.0
+    ks: NonNegative = 0.0
+    km: NonNegative = 0.0
+    strain_max: Annotated[float, Field(gt=0)] = math.inf
+    angle_max: Annotated[float, Field(gt=0)] = math.inf
+
+
+class MaterialTable(_Strict):
+    """``[materials.NAME]``: a material of the dissipative contact law (``docs/contacts.md``)."""
+
+    young: Positive
+    poisson: Annotated[float, Field(gt=-1.0, le=0.5, allow_inf_nan=False)] = 0.3
+    density: Positive = 1.0
+    restitution: Annotated[float, Field(ge=0.01, le=1.0, allow_inf_nan=False)] = 1.0
+    friction: NonNegative = 0.0
+    rolling_friction: NonNegative = 0.0
+    twisting_friction: NonNegative = 0.0
+
+
+class _Group(_Strict):
+    name: Annotated[str, Field(min_length=1)] | None = None
+    mass: Positive = 1.0
+    inertia: Positive = 1.0
+    material: Annotated[str, Field(min_length=1)] | None = None
+    velocity: Vec3 = [0.0, 0.0, 0.0]
+    omega: Vec3 = [0.0, 0.0, 0.0]
+
+
+class ExplicitParticles(_Group):
+    """``kind = "explicit"``: positions listed; per-particle arrays allowed."""
+
+    kind: Literal["explicit"]
+    x: Annotated[list[Vec3], Field(min_length=1)]
+    v: list[Vec3] | None = None
+    w: list[Vec3] | None = None
+    radius: Positive | list[Positive] = 0.5
+    orientation: list[Quat] | None = None
+    rotvec: list[Vec3] | None = None
+
+
+class LatticeParticles(_Group):
+    """``kind = "lattice"``: a simple-cubic block of ``shape`` particles."""
+
+    kind: Literal["lattice"]
+    shape: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=3, max_length=3)]
+    spacing: Positive = 1.0
+    origin: Vec3 = [0.0, 0.0, 0.0]
+    radius: Positive | None = None
+
+
+class TorusParticles(_Group):
+    """``kind = "torus"``: the particle-binder ring of paper 003, Sect. 4.1."""
+
+    kind: Literal["torus"]
+    n: Annotated[int, Field(ge=3)] = 80
+    ring_diameter: Positive = 3.0
+    center: Vec3 = [0.0, 0.0, 0.0]
+    normal: Vec3 = [0.0, 0.0, 1.0]
+    bonds: str | None = None
+
+
+class RandomParticles(_Group):
+    """``kind = "random"``: non-overlapping spheres placed at random in a box."""
+
+    kind: Literal["random"]
+    count: Annotated[int, Field(ge=1)]
+    box: Annotated[list[Vec3], Field(min_length=2, max_length=2)]
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = 0.5
+    seed: int = 0
+    max_attempts: Annotated[int, Field(ge=1)] = 200
+
+    @field_validator("box")
+    @classmethod
+    def _box(cls, b):
+        if not all(hi > lo for lo, hi in zip(b[0], b[1])):
+            raise ValueError("box must be [[x0, y0, z0], [x1, y1, z1]] with x1 > x0, y1 > y0, z1 > z0")
+        return b
+
+
+class ToriParticles(_Group):
+    """``kind = "tori"``: ``count`` tori at random non-overlapping places and orientations."""
+
+    kind: Literal["tori"]
+    count: Annotated[int, Field(ge=1)]
+    box: Annotated[list[Vec3], Field(min_length=2, max_length=2)]
+    n: Annotated[int, Field(ge=3)] = 80
+    ring_diameter: Positive = 3.0
+    seed: int = 0
+    bonds: str | None = None
+
+    @field_validator("box")
+    @classmethod
+    def _box(cls, b):
+        if not all(hi > lo for lo, hi in zip(b[0], b[1])):
+            raise ValueError("box must be [[x0, y0, z0], [x1, y1, z1]] with x1 > x0, y1 > y0, z1 > z0")
+        return b
+
+
+ParticleGroup = Annotated[
+    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles, ToriParticles],
+    Field(discriminator="kind"),
+]
+
+
+class ExplicitBonds(_Strict):
+    kind: Literal["explicit"]
+    pairs: Annotated[list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]],
+                     Field(min_length=1)]  # fmt: skip
+    family: str
+
+
+class NeighborBonds(_Strict):
+    """Bond every pair of particles whose centres are at most ``cutoff`` apart."""
+
+    kind: Literal["neighbors"]
+    cutoff: Positive
+    family: str
+    groups: list[str] | None = None
+
+
+BondSet = Annotated[Union[ExplicitBonds, NeighborBonds], Field(discriminator="kind")]
+
+
+class ContactsTable(_Strict):
+    kpp: NonNegative | None = None
+    velocity: Literal["predicted", "half"] = "predicted"
+    bonded: bool = True
+    allow_initial_overlap: bool = False
+    search: Literal["cells", "all-pairs"] = "cells"
+    skin: NonNegative | None = None
+
+
+class Wall(_Strict):
+    normal: Vec3
+    offset: Finite = 0.0
+    k: NonNegative | None = None
+    material: Annotated[str, Field(min_length=1)] | None = None
+    allow_initial_overlap: bool = False
+
+    @field_validator("normal")
+    @classmethod
+    def _normal(cls, n):
+        if math.hypot(*n) == 0.0:
+            raise ValueError("normal has zero length")
+        return n
+
+
+class Pendulum(_Strict):
+    group: str
+    rho0: Vec3 = [0.0, 0.0, 1.0]
+    g: Positive = 1.0
+    vertical: Vec3 = [0.0, 0.0, 1.0]
+
+
+class FieldsTable(_Strict):
+    gravity: Vec3 | None = None
+    pendulum: list[Pendulum] = []
+
+
+class Scene(_Strict):
+    """A whole scene file."""
+
+    name: str = "scene"
+    description: str = ""
+    run: RunTable
+    particles: list[ParticleGroup] = []
+    bodies: dict[str, Any] | None = None  # batched single-body schemes: granular.bodies.scenes
+    materials: dict[str, MaterialTable] = {}
+    bond_families: dict[str, BondFamily] = {}
+    bonds: list[BondSet] = []
+    contacts: ContactsTable | None = None
+    walls: list[Wall] = []
+    fields: FieldsTable = FieldsTable()
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+_TAGS = ("explicit", "lattice", "torus", "random", "tori", "neighbors")
+
+
+def _tag(k, loc) -> bool:
+    """The discriminator tag pydantic inserts after a list index."""
+    return k > 0 and isinstance(loc[k - 1], int) and (loc[k] in _TAGS or "[" in str(loc[k]))
+
+
+def _path(loc) -> str:
+    return field_path(loc, skip=_tag)
+
+
+def parse_scene(data: dict, source: str = "scene") -> Scene:
+    """Validate a scene given as a dict (as from TOML); :class:`SceneError` lists every problem."""
+    if not isinstance(data, dict) or not data:
+        raise SceneError([("(top level)", "the scene is empty; it needs at least [run] and [[particles]]")], source)
+    try:
+        scene = Scene.model_validate(data)
+    except ValidationError as exc:
+        raise SceneError([(_path(e["loc"]), schema_message(e)) for e in exc.errors()], source) from None
+    _check_references(scene, source)
+    return scene
+
+
+def load_scene(path) -> Scene:
+    """Read and validate a TOML scene file."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise SceneError([("(file)", f"no such file: {path}")], str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError([("(syntax)", f"not valid TOML: {exc}")], str(path)) from None
+    return parse_scene(data, str(path))
+
+
+def _check_references(scene: Scene, source: str) -> None:
+    errors = []
+    if scene.bodies is not None:
+        if scene.particles or scene.bonds or scene.walls or scene.contacts is not None:
+            errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
+                           "contacts and walls, not both"))  # fmt: skip
+        else:
+
+            errors.extend(validate_bodies(scene.bodies))
+        if errors:
+            raise SceneError(errors, source)
+        return
+    if not scene.particles:
+        raise SceneError([("particles", "List should have at least 1 item (or give a [bodies] table)")], source)
+    names = [g.name for g in scene.particles if g.name is not None]
+    dup = {n for n in names if names.count(n) > 1}
+    for k, g in enumerate(scene.particles):
+        if g.name in dup:
+            errors.append((f"particles[{k}].name", f"group name {g.name!r} is used twice"))
+        if isinstance(g, (TorusParticles, ToriParticles)) and g.bonds is not None and g.bonds not in scene.bond_families:
+            errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
+    for k, b in enumerate(scene.bonds):
+        if b.family not in scene.bond_families:
+            errors.append((f"bonds[{k}].family", f"no bond family {b.family!r}; defined: {sorted(scene.bond_families)}"))
+        if isinstance(b, NeighborBonds):
+            for gname in b.groups or []:
+                if gname not in names:
+                    errors.append((f"bonds[{k}].groups", f"no particle group named {gname!r}; named groups: {names}"))
+    for k, p in enumerate(scene.fields.pendulum):
+        if p.group not in names:
+            errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
+    mats = scene.materials
+    if mats:
+        for k, g in enumerate(scene.particles):
+            if g.material is None:
+                errors.append((f"particles[{k}].material", f"with [materials] every group names one; defined: "
+                               f"{sorted(mats)}"))  # fmt: skip
+        for k, w in enumerate(scene.walls):
+            if w.material is None:
+                errors.append((f"walls[{k}].material", f"with [materials] every wall names one; defined: {sorted(mats)}"))
+        if scene.contacts is not None and scene.contacts.kpp is not None:
+            errors.append(("contacts.kpp", "with [materials] the dissipative law replaces U^pp; leave kpp out"))
+        if scene.contacts is not None and scene.contacts.search != "cells":
+            errors.append(("contacts.search", "the dissipative law (materials) keeps a spring per contact in the "
+                           "neighbour list: it needs 'cells', not 'all-pairs'"))  # fmt: skip
+    elif scene.contacts is not None and scene.contacts.kpp is None:
+        errors.append(("contacts.kpp", "required field is missing (or give [materials] for the dissipative law)"))
+    for k, g in enumerate(scene.particles):
+        if g.material is not None and g.material not in mats:
+            errors.append((f"particles[{k}].material", f"no material {g.material!r}; defined: {sorted(mats)}"))
+    for k, w in enumerate(scene.walls):
+        if w.material is not None and w.material not in mats:
+            errors.append((f"walls[{k}].material", f"no material {w.material!r}; defined: {sorted(mats)}"))
+        if w.k is None and w.material is None and not mats and (scene.contacts is None or scene.contacts.kpp is None):
+            errors.append((f"walls[{k}].k", "no stiffness: give k or a [contacts] table (its kpp is the default)"))
+    total = sum(_group_count(g) for g in scene.particles)
+    if total > MAX_PARTICLES:
+        errors.append(("particles", f"the scene asks for {total} particles; at most {MAX_PARTICLES} are allowed"))
+    if errors:
+        raise SceneError(errors, source)
+
+
+def _group_count(g) -> int:
+    if isinstance(g, ExplicitParticles):
+        return len(g.x)
+    if isinstance(g, LatticeParticles):
+        return math.prod(g.shape)
+    if isinstance(g, TorusParticles):
+        return g.n
+    if isinstance(g, ToriParticles):
+        return g.n * g.count
+    return g.count
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def _per_particle(path, value, n, errors):
+    if value is None:
+        return None
+    if len(value) != n:
+        errors.append((path, f"has {len(value)} entries, expected one per particle ({n})"))
+        return None
+    return np.asarray(value, dtype=np.float64)
+
+
+def _random_packing(g: RandomParticles, path: str):
+    rng = np.random.default_rng(g.seed)
+    lo, hi = np.asarray(g.box[0]), np.asarray(g.box[1])
+    if isinstance(g.radius, list):
+        radii = rng.uniform(g.radius[0], g.radius[1], g.count)
+    else:
+        radii = np.full(g.count, g.radius)
+    placed = np.empty((g.count, 3))
+    rmax = radii.max()
+    tree, in_tree = None, 0
+    for k in range(g.count):
+        r = radii[k]
+        for _ in range(g.max_attempts):
+            p = rng.uniform(lo + r, hi - r) if np.all(hi - lo > 2 * r) else None
+            if p is None:
+                raise SceneError([(path + ".box", f"the box is smaller than a particle of radius {r}")])
+            ok = True
+            if tree is not None:
+                for j in tree.query_ball_point(p, r + rmax):
+                    if np.linalg.norm(placed[j] - p) < r + radii[j]:
+                        ok = False
+                        break
+            if ok:
+                recent = placed[in_tree:k]
+                if len(recent) and np.any(np.linalg.norm(recent - p, axis=1) < r + radii[in_tree:k]):
+                    ok = False
+            if ok:
+                break
+        else:
+            raise SceneError([(path + ".count", f"could not place {g.count} non-overlapping particles in the box "
+                               f"(placed {k} after {g.max_attempts} attempts for the next); enlarge the box or lower count")])  # fmt: skip
+        placed[k] = p
+        if k + 1 - in_tree >= 64 and k + 1 >= 2 * max(in_tree, 32):
+            tree, in_tree = cKDTree(placed[: k + 1]), k + 1
+    return placed, radii
+
+
+def build_model(scene: Scene, backend=None, source: str = "scene", precision=None):
+    """Fill a :class:`ModelBuilder` from ``scene`` and finalize it on ``backend`` (default:
+    the scene's ``run.backend``). Returns ``(model, scene.run)``; :class:`SceneError` for
+    problems only visible once particles exist (overlaps, bond distances)."""
+    be = get_backend(backend or scene.run.backend)
+    dtype = np.dtype(precision or scene.run.precision)
+    n_bonds = _known_bonds(scene)
+    _check_memory(scene, sum(_group_count(g) for g in scene.particles), n_bonds + _lattice_bonds(scene), be, dtype,
+                  source)  # fmt: skip
+    b = ModelBuilder()
+    errors = []
+    groups = {}
+    fam = scene.bond_families
+    for name, m in scene.materials.items():
+        try:
+            b.add_material(name, **m.model_dump())
+        except ValueError as exc:
+            errors.append((f"materials.{name}", str(exc)))
+    if errors:
+        raise SceneError(errors, source)
+    for k, g in enumerate(scene.particles):
+        path = f"particles[{k}]"
+        given = g.model_fields_set
+        common = dict(mass=g.mass if "mass" in given or g.material is None else None,
+                      inertia=g.inertia if "inertia" in given or g.material is None else None)  # fmt: skip
+        if g.material is not None:
+            common["material"] = g.material
+        errors_before = len(errors)
+        try:
+            if isinstance(g, ExplicitParticles):
+                n = len(g.x)
+                v = _per_particle(path + ".v", g.v, n, errors)
+                w = _per_particle(path + ".w", g.w, n, errors)
+                radius = g.radius
+                if isinstance(radius, list):
+                    radius = _per_particle(path + ".radius", radius, n, errors)
+                q = _per_particle(path + ".orientation", g.orientation, n, errors)
+                rv = _per_particle(path + ".rotvec", g.rotvec, n, errors)
+                if q is not None and rv is not None:
+                    errors.append((path, "give orientation or rotvec, not both"))
+                if len(errors) > errors_before:
+                    continue
+                ids = b.add_particles(np.asarray(g.x, float), v=g.velocity if v is None else v,
+                                      omega=g.omega if w is None else w, orientation=q, rotvec=rv,
+                                      radius=radius, **common)  # fmt: skip
+            elif isinstance(g, LatticeParticles):
+                idx = np.stack(np.meshgrid(*(np.arange(s) for s in g.shape), indexing="ij"), axis=-1).reshape(-1, 3)
+                x = np.asarray(g.origin) + g.spacing * idx
+                radius = g.radius if g.radius is not None else 0.5 * g.spacing
+                ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radius, **common)
+            elif isinstance(g, TorusParticles):
+                f = fam[g.bonds] if g.bonds else BondFamily()
+                ids, _, _ = add_torus(b, g.n, g.ring_diameter, center=g.center, normal=g.normal,
+                                      velocity=g.velocity, omega=g.omega, ka=f.ka, ks=f.ks, km=f.km,
+                                      strain_max=f.strain_max, angle_max=f.angle_max, bonded=g.bonds is not None,
+                                      **common)  # fmt: skip
+            elif isinstance(g, ToriParticles):
+                f = fam[g.bonds] if g.bonds else BondFamily()
+                ids = add_tori(b, g.count, g.box, g.seed, g.n, g.ring_diameter, velocity=g.velocity, omega=g.omega,
+                               ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max,
+                               bonded=g.bonds is not None, **common)  # fmt: skip
+            else:
+                x, radii = _random_packing(g, path)
+                ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
+        except SceneError as exc:
+            errors.extend(exc.errors)
+            continue
+        except ValueError as exc:
+            errors.append((path, str(exc)))
+            continue
+        if g.name:
+            groups[g.name] = ids
+    if errors:
+        raise SceneError(errors, source)
+
+    x_all = np.concatenate(b._x) if b._x else np.zeros((0, 3))
+    r_all = np.concatenate(b._radius) if b._radius else np.zeros(0)
+    for k, bs in enumerate(scene.bonds):
+        f = fam[bs.family]
+        path = f"bonds[{k}]"
+        if isinstance(bs, ExplicitBonds):
+            pairs = np.asarray(bs.pairs, dtype=np.int64)
+        else:
+            members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
+            found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
+            pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
+            if not len(pairs):
+                errors.append((path + ".cutoff", f"no pair of particles is within {bs.cutoff}; no bonds were made"))
+                continue
+        try:
+            b.add_bonds(pairs, ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max)
+            n_bonds += 0 if isinstance(bs, ExplicitBonds) else len(pairs)
+        except ValueError as exc:
+            errors.append((path, str(exc)))
+    if scene.contacts is not None:
+        b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
+                       skin=scene.contacts.skin, velocity=scene.contacts.velocity)  # fmt: skip
+        errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
+    elif scene.materials:
+        errors.extend(_overlap_errors(x_all, r_all, False))
+    for k, w in enumerate(scene.walls):
+        try:
+            kpp = scene.contacts.kpp if scene.contacts is not None else None
+            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material)
+        except ValueError as exc:
+            errors.append((f"walls[{k}]", str(exc)))
+            continue
+        if not w.allow_initial_overlap:
+            errors.extend(_wall_errors(k, w, x_all, r_all))
+    if scene.fields.gravity is not None:
+        try:
+            b.set_gravity(scene.fields.gravity)
+        except ValueError as exc:
+            errors.append(("fields.gravity", str(exc)))
+    for k, p in enumerate(scene.fields.pendulum):
+        try:
+            b.add_pendulum(groups[p.group], rho0=p.rho0, g=p.g, vertical=p.vertical)
+        except ValueError as exc:
+            errors.append((f"fields.pendulum[{k}]", str(exc)))
+    if errors:
+        raise SceneError(errors, source)
+    _check_memory(scene, len(x_all), n_bonds, be, dtype, source)
+    try:
+        model = b.finalize(be, dtype=dtype)
+    except ValueError as exc:
+        raise SceneError([("(model)", str(exc))], source) from None
+    return model, scene.run
+
+
+def _overlap_errors(x, r, allowed) -> list:
+    """Coincident particles (always an error with contacts: their contact has no direction)
+    and, unless ``allowed``, overlapping ones."""
+    if len(x) < 2:
+        return []
+    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray")
+    if not len(pairs):
+        return []
+    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    reach = r[pairs[:, 0]] + r[pairs[:, 1]]
+    same = d <= COINCIDENT * reach
+    if same.any():
+        k = int(np.argmax(same))
+        i, j = sorted(int(p) for p in pairs[k])
+        return [("particles", f"particles {i} and {j} start at the same position (distance {d[k]:.3g}, radii sum "
+                 f"{reach[k]:.6g}), {int(same.sum())} pair(s) in all: the contact force between coincident "
+                 "particles has no direction (allow_initial_overlap does not cover this); move them apart")]  # fmt: skip
+    bad = d < reach * (1 - 1e-9)
+    if allowed or not bad.any():
+        return []
+    k = int(np.argmax(bad))
+    i, j = sorted(int(p) for p in pairs[k])
+    return [("contacts.allow_initial_overlap", f"particles {i} and {j} overlap at the start (distance {d[k]:.6g} < "
+             f"radii sum {reach[k]:.6g}) and {int(bad.sum())} pair(s) in all; move them or set "
+             "allow_initial_overlap = true")]  # fmt: skip
+
+
+def _wall_errors(k, wall, x, r) -> list:
+    """Particles that start inside wall ``k`` (centre closer to the plane than the radius,
+    or behind it)."""
+    n = np.asarray(wall.normal, dtype=np.float64)
+    n = n / np.linalg.norm(n)
+    s = x @ n - wall.offset
+    bad = s < r * (1 - 1e-9)
+    if not bad.any():
+        return []
+    i = int(np.argmin(s - r))
+    where = "behind the wall" if s[i] < 0 else "inside the wall"
+    return [(f"walls[{k}].allow_initial_overlap", f"particle {i} starts {where}: its centre is {s[i]:.6g} from the "
+             f"plane (radius {r[i]:.6g}), {int(bad.sum())} particle(s) in all; move them or set "
+             "allow_initial_overlap = true in this [[walls]] table")]  # fmt: skip
+
+
+def _known_bonds(scene) -> int:
+    """Bonds of the tori and explicit bond sets (known before any particle is placed)."""
+    total = 0
+    for g in scene.particles:
+        if isinstance(g, TorusParticles) and g.bonds:
+            total += g.n
+        elif isinstance(g, ToriParticles) and g.bonds:
+            total += g.n * g.count
+    return total + sum(len(bs.pairs) for bs in scene.bonds if isinstance(bs, ExplicitBonds))
+
+
+def _lattice_bonds(scene) -> int:
+    """Estimate of the neighbour bonds of lattice groups: lattice vectors within the cutoff
+    (halved) per particle, the interior count (other groups: found when built)."""
+    lattices = {g.name: g for g in scene.particles if isinstance(g, LatticeParticles)}
+    unnamed = [g for g in scene.particles if isinstance(g, LatticeParticles) and g.name is None]
+    total = 0
+    for bs in scene.bonds:
+        if not isinstance(bs, NeighborBonds):
+            continue
+        members = [lattices[n] for n in bs.groups if n in lattices] if bs.groups else list(lattices.values()) + unnamed
+        for g in members:
+            m = int(bs.cutoff / g.spacing)
+            if m > 20:  # many neighbours: the ball's volume in lattice cells
+                per = int(2.0 / 3.0 * math.pi * (bs.cutoff / g.spacing) ** 3)
+            else:
+                k = np.arange(-m, m + 1)
+                d2 = k[:, None, None] ** 2 + k[None, :, None] ** 2 + k[None, None, :] ** 2
+                per = int(((d2 > 0) & (d2 * g.spacing**2 <= bs.cutoff**2)).sum()) // 2
+            total += per * math.prod(g.shape)
+    return total
+
+
+def _check_memory(scene, n, bonds, backend, dtype, source) -> None:
+    capacity = NEIGHBOR_CAPACITY if scene.contacts is not None and scene.contacts.search == "cells" else 0
+    try:
+        check_memory(n, bonds, capacity, dtype, backend, what=source)
+    except ResourceError as exc:
+        raise SceneError([("particles", str(exc))], source) from None

@@ -1,0 +1,53 @@
+"""Every benchmark script runs at a tiny size and writes its rows with the machine's
+description (the one harness of :mod:`granular.timing`); rates are printed, never
+asserted here."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from granular.timing import machine, time_blocks, time_steps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BODY_ARGS = ["--backend", "cpu", "--sizes", "4", "--block", "2", "--min-time", "0.01", "--impl", "old,new"]
+SCRIPTS = {
+    "bench_ulvc.py": BODY_ARGS,
+    "bench_rolling_ball.py": BODY_ARGS,
+    "bench_livens.py": BODY_ARGS,
+    "bench_nontwisting.py": BODY_ARGS,
+    "bench_integrator.py": ["--backend", "cpu", "--sizes", "8", "--min-time", "0.01"],
+    "bench_impact.py": ["--backend", "cpu", "--workload", "block", "--n", "3", "--min-time", "0.01"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_benchmark_script_runs_and_writes_its_rows(script, tmp_path):
+    out = tmp_path / "rows.json"
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), *SCRIPTS[script], "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["results"], r.stdout
+    assert data["meta"]["versions"]["granular"] and data["meta"]["cpu_count"] >= 1
+    for row in data["results"]:
+        rate = row.get("rate", row.get("particle_steps_per_s", row.get("particle_steps_s")))
+        assert rate is None or (np.isfinite(rate) and rate > 0), row
+
+
+def test_time_steps_excludes_the_warm_up_and_grows_the_calls():
+    calls = []
+    steps, seconds = time_steps(calls.append, lambda: None, first=2, min_time=1e9, warmup=3, max_steps=7)
+    assert calls == [3, 2, 4, 1] and steps == 7 and seconds >= 0.0
+    calls.clear()
+    steps, _ = time_blocks(calls.append, lambda: None, block=5, min_time=0.0, warmup=0)
+    assert calls == [5] and steps == 5
+
+
+def test_machine_names_the_versions():
+    m = machine(devices=["cpu"])
+    assert m["devices"] == ["cpu"] and "numpy" in m["versions"] and m["numba_threads"] >= 1
