@@ -12,13 +12,13 @@ from ..backend import get_backend
 from ..bodies.scenes.config import parse_bodies
 from ..bodies.scenes.systems import build_system
 from ..rotations import quat_from_matrix
-from ..run.runner import AtStep, Periodic, Runner
+from ..run.runner import AtStep, Callback, Periodic, Runner
 from .spec import (
     EnsembleSpec,
     chunk_table,
 )
 
-__all__ = ["Callback", "FlipWatch", "run_chunk"]
+__all__ = ["FlipWatch", "run_chunk"]
 
 def _omega_body(system):
     """Body angular velocity (N, 3) on the backend (the scheme's own definition)."""
@@ -86,19 +86,6 @@ class FlipWatch:
             frac = self.prev / (self.prev - cur)
             self.flip = xp.where(new, self.t_prev + frac * (system.time - self.t_prev), self.flip)
         self.prev, self.t_prev = cur, system.time
-
-
-class Callback:
-    """A writer that calls ``fn(runner)`` when ``trigger`` (or every ``trigger`` steps) is due."""
-
-    checked = False
-
-    def __init__(self, trigger, fn):
-        self.trigger = Periodic(trigger) if isinstance(trigger, int) else trigger
-        self.fn = fn
-
-    def write(self, runner, row):
-        self.fn(runner)
 
 
 def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:

@@ -10,9 +10,9 @@
 =====================  ================================================================
 """
 
-from .runner import AtStep, Periodic, Runner, System, Trigger
-from .simulation import Simulation
+from .runner import AtStep, Callback, Periodic, Runner, System, Trigger
+from .simulation import Simulation, run_sampled
 from .writers import Checkpoints, Frames, Record, Series, folder_writers
 
-__all__ = ["AtStep", "Checkpoints", "Frames", "Periodic", "Record", "Runner", "Series", "Simulation", "System",
-           "Trigger", "folder_writers"]  # fmt: skip
+__all__ = ["AtStep", "Callback", "Checkpoints", "Frames", "Periodic", "Record", "Runner", "Series", "Simulation",
+           "System", "Trigger", "folder_writers", "run_sampled"]  # fmt: skip

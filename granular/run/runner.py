@@ -26,7 +26,9 @@ Writers are small objects with a ``trigger`` and up to four hooks, each optional
 ``end(runner)``
     after the loop, on the last good state, in the order the writers were attached.
 
-Triggers: :class:`Periodic` (every k steps, and the end step), :class:`AtStep`.
+Triggers: :class:`Periodic` (every k steps, and the end step), :class:`AtStep`. Writers
+that only measure (:class:`Callback`) are unchecked; a run with no checked writer makes no
+health check at all.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import numpy as np
 from ..errors import HealthError, IntegrationError
 from .progress import Chunker
 
-__all__ = ["AtStep", "Periodic", "Runner", "System", "Trigger"]
+__all__ = ["AtStep", "Callback", "Periodic", "Runner", "System", "Trigger"]
 
 
 @runtime_checkable
@@ -87,19 +89,20 @@ class Trigger:
 
 @dataclass(frozen=True)
 class Periodic(Trigger):
-    """Every ``every`` steps (multiples of it, counted from step 0) and at the end step;
-    ``every = 0``: never (only at the end when ``at_end``)."""
+    """Every ``every`` steps (steps ``phase + k every``) and at the end step; ``every = 0``:
+    never (only at the end when ``at_end``)."""
 
     every: int
     at_end: bool = True
+    phase: int = 0
 
     def next(self, step, end):
         if not self.every:
             return end
-        return min(end, (step // self.every + 1) * self.every)
+        return min(end, self.phase + ((step - self.phase) // self.every + 1) * self.every)
 
     def due(self, step, end):
-        return bool(self.every and step % self.every == 0) or (self.at_end and step == end)
+        return bool(self.every and (step - self.phase) % self.every == 0) or (self.at_end and step == end)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,21 @@ class AtStep(Trigger):
 
     def due(self, step, end):
         return step == self.step
+
+
+class Callback:
+    """A writer that calls ``fn(runner)`` when ``trigger`` is due (an int ``k``: every
+    ``k`` steps from step 0, not at the end). It is unchecked: no series row and no health
+    check is made for it (measurements inside a run: studies, ensemble chunks)."""
+
+    checked = False
+
+    def __init__(self, trigger, fn):
+        self.trigger = Periodic(trigger, at_end=False) if isinstance(trigger, int) else trigger
+        self.fn = fn
+
+    def write(self, runner, row):
+        self.fn(runner)
 
 
 class Runner:
@@ -231,7 +249,8 @@ class Runner:
                     for w in due:
                         w.write(self, row if getattr(w, "checked", True) else None)
                 self.interrupted = self.stop_requested and s.step_count < self.end_step
-                if s.step_count != self._kept:  # stopped between events: check before keeping it
+                checked = any(getattr(w, "checked", True) for w in self.writers)
+                if checked and s.step_count != self._kept:  # stopped between events: check before keeping it
                     self._check()
         except IntegrationError as exc:  # put back the last state that passed
             self.failure = exc

@@ -12,14 +12,33 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
+import sys
+
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.system import SMALL_SYSTEM, ParticleSystem
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
 from .progress import Progress
-from .runner import Runner
+from .runner import Callback, Periodic, Runner
 from .writers import cadences, folder_writers
 
-__all__ = ["Simulation"]
+__all__ = ["Simulation", "run_sampled"]
+
+
+def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=None):
+    """Advance ``state`` by ``steps`` steps of ``h`` in the run loop, calling
+    ``sample(state)`` after every ``every``-th step (counted from the state's step; not
+    after the last unless it falls on one): the run of a study, which measures along the
+    way and writes no folder. ``label``: show a progress bar on stderr under this name
+    when stderr is a terminal (nothing in scripts and logs)."""
+    system = ParticleSystem(model, state, integrator)
+    writers = []
+    if sample is not None and every:
+        writers.append(Callback(Periodic(int(every), at_end=False, phase=state.step), lambda r: sample(state)))
+    end = state.step + int(steps)
+    progress = None
+    if label is not None and sys.stderr.isatty():
+        progress = Progress(end, quiet=False, log_json=False)
+    Runner(system, h, writers, progress, handle_signals=False).run(end)
 
 
 class Simulation:

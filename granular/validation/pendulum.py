@@ -25,6 +25,7 @@ import numpy as np
 from ..particles import diagnostics as diag
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.model import ModelBuilder
+from ..run.simulation import run_sampled
 from .report import Check, Report
 
 ALPHA0 = (0.0, 2.0 * math.tan(3.0 * math.pi / 8.0), 0.0)
@@ -52,7 +53,7 @@ def run_trajectory(model, scheme, h, t_end, record_every=1):
     integ.prepare(model, state)
     rec = diag.TrajectoryRecorder(model)
     rec.record(state)
-    integ.run(model, state, h, steps, callback=rec.record, every=record_every)
+    run_sampled(model, state, integ, h, steps, record_every, rec.record, label="pendulum")
     return rec.arrays()
 
 
@@ -71,7 +72,7 @@ def invariant_drift(model, scheme, h, steps, samples=200):
         hist["dot"].append(float(np.max(np.abs(d - dot0))) / scale)
         hist["norm"].append(float(np.max(np.abs(n - norm0) / norm0)))
 
-    integ.run(model, state, h, steps, callback=sample, every=max(1, steps // samples))
+    run_sampled(model, state, integ, h, steps, max(1, steps // samples), sample, label="pendulum")
     sample(state)
     return max(hist["dot"]), max(hist["norm"]), {k: np.asarray(v) for k, v in hist.items()}
 

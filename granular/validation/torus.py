@@ -37,6 +37,7 @@ import numpy as np
 
 from ..particles import diagnostics as diag
 from ..particles.integrators import ExplicitIntegrator, IntegrationError
+from ..run.simulation import run_sampled
 from . import torus_setup as T
 from .report import Check, Report
 
@@ -63,7 +64,7 @@ def energy_history(model, scheme, h, t_end, sample_dt=0.05):
 
     sample(state)
     every = max(1, int(round(sample_dt / h)))
-    integ.run(model, state, h, int(round(t_end / h)), callback=sample, every=every)
+    run_sampled(model, state, integ, h, int(round(t_end / h)), every, sample, label="torus")
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
@@ -85,7 +86,7 @@ def momentum_history(model, scheme, h, steps, every):
         P.append(diag.linear_momentum(model, s))
         L.append(diag.angular_momentum(model, s))
 
-    integ.run(model, state, h, steps, callback=sample, every=every)
+    run_sampled(model, state, integ, h, steps, every, sample, label="torus")
     return np.asarray(t), np.asarray(P), np.asarray(L)
 
 
@@ -100,7 +101,7 @@ def trajectory(model, scheme, h, t_end, record_dt):
     integ.prepare(model, state)
     rec = diag.TrajectoryRecorder(model)
     rec.record(state)
-    integ.run(model, state, h, int(round(t_end / h)), callback=rec.record, every=int(round(record_dt / h)))
+    run_sampled(model, state, integ, h, int(round(t_end / h)), int(round(record_dt / h)), rec.record, label="torus")
     return rec.arrays()
 
 
