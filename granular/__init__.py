@@ -26,6 +26,10 @@ __version__ = "0.1.0"
 
 _compat.install()  # old module paths (moved in 0.2) keep working, with a DeprecationWarning
 
+
+def __getattr__(name):  # granular.model, granular.integrators, ...: moved in 0.2
+    return _compat.package_getattr(__name__, name)
+
 __all__ = [
     "Backend",
     "BackendError",

@@ -69,6 +69,16 @@ def forward(module: str, table: dict):
     return __getattr__
 
 
+def package_getattr(package: str, name: str):
+    """``granular.<name>`` for a module that moved (the attribute a plain ``import granular``
+    used to give), with a warning; AttributeError otherwise."""
+    old = f"{package}.{name}"
+    if old not in MOVED:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    _warn(old, MOVED[old])
+    return importlib.import_module(MOVED[old])
+
+
 def _new_name(fullname: str) -> str | None:
     for old, new in MOVED.items():
         if fullname == old or fullname.startswith(old + "."):
@@ -95,6 +105,12 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
         new = _new_name(fullname)
         if new is None:
             return None
+        try:
+            found = importlib.util.find_spec(new)
+        except ModuleNotFoundError:
+            found = None
+        if found is None:  # no such module under the new path either: let the import fail as usual
+            return None
         _warn(fullname, new)
         real = importlib.import_module(new)
         spec = importlib.util.spec_from_loader(fullname, _Alias(new), is_package=hasattr(real, "__path__"))
@@ -103,5 +119,5 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     """Put the finder of :data:`MOVED` on ``sys.meta_path`` (once)."""
-    if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
+    if not any(type(f).__name__ == "_MovedFinder" for f in sys.meta_path):  # also after a reload
         sys.meta_path.insert(0, _MovedFinder())

@@ -13,7 +13,8 @@
 from ._compat import forward
 
 __getattr__ = forward(__name__, {
-    "granular.run.simulation": ("Simulation",),
+    "granular.run.simulation": ("Simulation", "BodyRun"),
+    "granular.run.runner": ("next_event",),
     "granular.run.progress": ("ASSUMED_RATE", "Chunker", "LONG_RUN_STEPS", "MAX_STEPS", "Progress",
                               "format_duration", "long_run_refused"),
     "granular.particles.system": ("DISSIPATED", "SMALL_SYSTEM", "STATE_ARRAYS", "contact_data", "frame_data",

@@ -300,3 +300,37 @@ def test_zero_rest_length_and_wall_without_stiffness():
     b.add_wall([1, 0, 0])
     with pytest.raises(ValueError, match="wall 0: no stiffness k given"):
         b.finalize("cpu")
+
+
+def test_a_run_with_breaking_bonds_has_a_released_energy_column_that_closes_the_balance(tmp_path):
+    """Issue 15, item 6: broken bonds take their energy with them; ``series.csv`` has it
+    (``U_released``), ``total + U_released`` is conserved as well as ``total`` is when
+    no bond breaks (the same impact with unbreakable bonds), and the energy plot draws
+    that sum instead of showing the drop as drift."""
+    from types import SimpleNamespace
+
+    from granular.io import read_series
+    from granular.run import Simulation
+
+    def impact(strain_max, out):
+        b = gr.ModelBuilder()
+        gr.shapes.add_torus(b, n_p=40, ring_diameter=3.0, center=(2.0, 0, 0), velocity=(-2, 0, 0),
+                            strain_max=strain_max)  # fmt: skip
+        b.set_contacts(2100.0)
+        b.add_wall([1, 0, 0], 0.0, 2100.0)
+        m = b.finalize("cpu")
+        run = SimpleNamespace(dt=1e-3, integrator="verlet", output_every=None, series_every=0.02,
+                              checkpoint_every=None, graphs=True, energy_tolerance=None)  # fmt: skip
+        assert Simulation(m, run, str(out), quiet=True).execute(m.state(), 3000)["finished"]
+        return read_series(str(out / "series.csv"))
+
+    whole = impact(np.inf, tmp_path / "whole")
+    drift = np.abs(whole["total"] - whole["total"][0]).max()  # the scheme's accuracy here
+    assert "U_released" not in whole
+    s = impact(0.01, tmp_path / "broken")
+    assert s["broken_bonds"][-1] > 10
+    released = s["U_released"][-1]
+    balance = np.abs(s["total"] + s["U_released"] - s["total"][0]).max()
+    assert released > 5 * drift  # the drop of total is the bonds' energy ...
+    assert balance < 1.5 * drift  # ... and with it the balance closes as well as without breakage
+    assert (tmp_path / "broken" / "plots" / "energies.png").stat().st_size > 0

@@ -39,3 +39,37 @@ def test_the_package_imports_without_deprecation_warnings():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert granular.__version__
+
+
+def test_names_that_left_a_module_are_forwarded():
+    import granular.bodies.scenes as scenes
+    from granular.run.command import run_bodies
+    from granular.run.simulation import BodyRun
+
+    with pytest.warns(DeprecationWarning, match="granular.run.command.run_bodies"):
+        assert scenes.run_bodies is run_bodies
+    with pytest.warns(DeprecationWarning, match="granular.run.simulation.BodyRun"):
+        assert scenes.BodyRun is BodyRun
+    with pytest.warns(DeprecationWarning):
+        assert scenes.body_series_columns(["time", "b0_x", "energy"]) == ["time", "energy"]
+
+
+def test_moved_modules_are_attributes_of_the_package_again():
+    from granular.particles import model
+
+    vars(granular).pop("model", None)  # an import of granular.model elsewhere binds it
+    with pytest.warns(DeprecationWarning, match="granular.model moved to granular.particles.model"):
+        assert granular.model is model
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        granular.nothing  # noqa: B018
+
+
+def test_a_missing_submodule_of_a_moved_package_is_an_ordinary_import_error():
+    import importlib.util
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert importlib.util.find_spec("granular.forces.nope") is None
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("granular.forces.nope")

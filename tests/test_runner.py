@@ -151,3 +151,32 @@ def test_run_sampled_matches_the_integrators_own_loop_bit_for_bit():
     assert all(np.array_equal(x, y) for x, y in zip(seen_a, seen_b))
     assert np.array_equal(a.x, b.x) and np.array_equal(a.omega, b.omega)
     assert isinstance(ParticleSystem(model, b, integ).label, str)
+
+
+def test_without_checked_writers_a_failed_step_leaves_the_state_of_the_step_before():
+    s = Toy(fail_at=6)
+    with pytest.raises(IntegrationError):
+        Runner(s, 1.0, [Callback(2, lambda r: None)], handle_signals=False).run(10)
+    assert s.step_count == 5  # not rewound to the start: nothing was ever checked
+
+
+def test_a_writer_whose_begin_fails_leaves_the_others_closed():
+    log = []
+
+    class Broken:
+        trigger = Periodic(1)
+
+        def begin(self, runner, resumed):
+            raise OSError("damaged frames.pvd")
+
+    first = Log(Periodic(1), "series", log)
+    with pytest.raises(OSError, match="damaged"):
+        Runner(Toy(), 1.0, [first, Broken()], handle_signals=False).run(3)
+    assert ("series", "close") in log
+
+
+def test_a_numpy_integer_is_a_cadence():
+    seen = []
+    Runner(Toy(), 1.0, [Callback(np.int64(2), lambda r: seen.append(r.system.step_count))],
+           handle_signals=False).run(6)  # fmt: skip
+    assert seen == [2, 4, 6]

@@ -107,11 +107,14 @@ def run_chunk(spec: EnsembleSpec, start: int, stop: int, progress=None) -> dict:
     watch = FlipWatch(system, mb)
     writers = [watch]
     if progress is not None:
+        progress(0)
         writers.append(Callback(64, lambda runner: progress(runner.system.step_count)))
     if spec.kill_once_dir is not None:  # test hook: a worker dies mid-run, once per chunk
         marker = os.path.join(spec.kill_once_dir, f"chunk{start}")
         if not os.path.exists(marker):
             open(marker, "w").close()
+            if spec.steps // 2 == 0:
+                os._exit(1)
             writers.append(Callback(AtStep(spec.steps // 2), lambda runner: os._exit(1)))
     Runner(system, dt, writers, handle_signals=False).run(spec.steps)
     axis, flip = watch.axis, watch.flip

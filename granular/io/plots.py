@@ -24,7 +24,7 @@ MOMENTA = ("P_x", "P_y", "P_z", "L_x", "L_y", "L_z")
 
 
 def _is_energy(name: str) -> bool:
-    return name.startswith(("kinetic_", "U_", "dissipated_")) or name in ("total", "total + dissipated")
+    return name.startswith(("kinetic_", "U_", "dissipated_")) or name in ("total", "total + dissipated", "total + U_released")
 
 
 def _save(fig, path: str) -> str:
@@ -68,8 +68,13 @@ def plot_series(series: dict, out_dir: str) -> list[str]:
             raise ValueError(f"series[{name!r}]: expected shape {t.shape} like 'time', got {a.shape}")
         cols[name] = a.astype(np.float64)
     dissipated = [c for c in cols if c.startswith("dissipated_")]
+    conserved = "total"
     if dissipated and "total" in cols:  # what the scheme conserves with dissipative contacts
-        cols["total + dissipated"] = cols["total"] + sum(cols[c] for c in dissipated) + cols.get("U_released", 0.0)
+        conserved = "total + dissipated"
+        cols[conserved] = cols["total"] + sum(cols[c] for c in dissipated) + cols.get("U_released", 0.0)
+    elif "U_released" in cols and "total" in cols:  # breakable bonds: their energy left at breakage
+        conserved = "total + U_released"
+        cols[conserved] = cols["total"] + cols["U_released"]
     energies = [c for c in cols if _is_energy(c)]
     momenta = [c for c in MOMENTA if c in cols]
     others = [c for c in cols if c not in energies and c not in momenta]
@@ -79,19 +84,17 @@ def plot_series(series: dict, out_dir: str) -> list[str]:
     written = []
 
     if energies:
-        conserved = "total + dissipated" if "total + dissipated" in cols else "total"
         e0 = cols[conserved][0] if conserved in cols and len(t) else 0.0
         drift = conserved in cols and np.isfinite(e0) and e0 != 0.0
         fig, axes = _figure(2 if drift else 1, "energies")
         for c in energies:
-            axes[0].plot(t, cols[c], label=c, lw=2.0 if c in ("total", "total + dissipated") else 1.2,
+            axes[0].plot(t, cols[c], label=c, lw=2.0 if c in ("total", conserved) else 1.2,
                          ls="--" if c.startswith("dissipated_") else "-")  # fmt: skip
         axes[0].set_ylabel("energy")
         axes[0].legend(fontsize="small", ncols=min(4, len(energies)))
         if drift:
             axes[1].plot(t, (cols[conserved] - e0) / abs(e0), color="k", lw=1.0)
-            dissipative = conserved != "total"
-            axes[1].set_ylabel("(E - E₀) / |E₀|, E = total + dissipated" if dissipative else "(total - total₀) / |total₀|")
+            axes[1].set_ylabel(f"(E - E₀) / |E₀|, E = {conserved}" if conserved != "total" else "(total - total₀) / |total₀|")
         written.append(_save(fig, os.path.join(plot_dir, "energies.png")))
 
     if momenta:

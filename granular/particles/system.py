@@ -182,7 +182,8 @@ class ParticleSystem:
     check compares against); ``stable_step``: the setup's
     :class:`~granular.particles.stability.StepEstimate`, reported in the start event and ``run.json``."""
 
-    def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None):
+    def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None,
+                 health=True):  # fmt: skip
         self.model, self.state, self.integrator = model, state, integrator
         self.backend = model.backend
         self.n = model.n
@@ -192,6 +193,7 @@ class ParticleSystem:
         self.stable_step = stable_step
         self.health = None
         self.snapshot = None
+        self.checks = bool(health)
 
     @property
     def time(self) -> float:
@@ -204,6 +206,8 @@ class ParticleSystem:
     def prepare(self, dt) -> None:
         """Forces of the first state, the health check's start values, the first kept state."""
         self.integrator.prepare(self.model, self.state)
+        if not self.checks:
+            return
         row = series_row(self.model, self.state)
         self.health = HealthCheck(self.model, dt, row, self.energy_tolerance, start=self.health_start)
         self.snapshot = Snapshot(self.state, STATE_ARRAYS, self.model)

@@ -26,13 +26,12 @@ from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
 from ..resources import check_writable
 from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir, resume_problem, total_steps
-from .progress import Progress, long_run_refused
-from .runner import Runner
+from .progress import long_run_refused
 from .scene import build_model, load_scene
-from .simulation import Simulation
-from .writers import checkpoint_path, folder_writers
+from .simulation import BodyRun, Simulation
+from .writers import checkpoint_path
 
-__all__ = ["cmd_run", "run_scene"]
+__all__ = ["cmd_run", "run_bodies", "run_scene"]
 
 
 class Refused(Exception):
@@ -96,7 +95,7 @@ def _plan(scene, args, total):
     out = args.out or resume_out_dir(args.resume)
     if total == int(meta.get("step", 0)):
         if not args.quiet:
-            print(f"granular run: the checkpoint is already at step {total} (t = {meta.get('time'):.6g}), the end "
+            print(f"granular run: the checkpoint is already at step {total} (t = {float(meta.get('time') or 0.0):.6g}), the end "
                   "of the run; nothing to do (give a later --time or more --steps to go on)", file=sys.stderr)  # fmt: skip
         return None, [], arrays, meta
     why = resume_dir_problem(out)
@@ -137,6 +136,11 @@ def run_scene(scene, args) -> int:
         return 2
 
 
+def run_bodies(scene, args) -> int:
+    """``granular run`` of a ``[bodies]`` scene (:func:`run_scene` runs either kind)."""
+    return run_scene(scene, args)
+
+
 def _run(scene, args) -> int:
     args.resume = getattr(args, "resume", None)
     if args.resume is not None and getattr(args, "overwrite", False):
@@ -159,15 +163,12 @@ def _run(scene, args) -> int:
         if arrays is not None:
             _restore(system.restore, system.backend.name, arrays, meta)
         clear(to_clear)
-        runner = Runner(system, scene.run.dt, folder_writers(out, scene.run, total, scene_dict),
-                        Progress(total, quiet, log_json))  # fmt: skip
+        body_run = BodyRun(system, scene.run, out, scene_dict, quiet=quiet, log_json=log_json)
         try:
-            runner.run(total, resumed=arrays is not None)
+            info = body_run.execute(total, resumed=arrays is not None)
         except IntegrationError as exc:
-            good = runner.writers[-1].info or {}
-            _failed(exc, good, out)
+            _failed(exc, body_run.info or {}, out, checked=False)
             return 1
-        info = runner.writers[-1].info
         if not quiet and not log_json:
             rate = info["steps_per_s"]
             speed = "" if rate is None else f" ({rate:,.0f} steps/s, {info['body_steps_per_s']:,.0f} body-steps/s)"
@@ -200,6 +201,7 @@ def _run(scene, args) -> int:
     return 130 if info["interrupted"] else 0
 
 
-def _failed(exc, good, out) -> None:
-    print(f"granular run: {exc}\n  the last good state (step {good.get('steps')}, t = {good.get('time', 0):.6g}, "
-          f"the last that passed the health check) is in {checkpoint_path(out)}", file=sys.stderr)  # fmt: skip
+def _failed(exc, good, out, checked=True) -> None:
+    why = ", the last that passed the health check" if checked else ", the step before the one that failed"
+    print(f"granular run: {exc}\n  the last good state (step {good.get('steps')}, t = {good.get('time', 0):.6g}"
+          f"{why}) is in {checkpoint_path(out)}", file=sys.stderr)  # fmt: skip

@@ -33,6 +33,7 @@ health check at all.
 
 from __future__ import annotations
 
+import numbers
 import signal
 import threading
 import time
@@ -126,11 +127,17 @@ class Callback:
     checked = False
 
     def __init__(self, trigger, fn):
-        self.trigger = Periodic(trigger, at_end=False) if isinstance(trigger, int) else trigger
+        self.trigger = Periodic(int(trigger), at_end=False) if isinstance(trigger, numbers.Integral) else trigger
         self.fn = fn
 
     def write(self, runner, row):
         self.fn(runner)
+
+
+def next_event(step, total, *everies) -> int:
+    """The first step after ``step`` at which an output with one of the cadences
+    ``everies`` (0: none) is due, or ``total`` (what :class:`Periodic` triggers give)."""
+    return min([total] + [Periodic(e).next(step, total) for e in everies if e])
 
 
 class Runner:
@@ -217,23 +224,28 @@ class Runner:
         s = self.system
         self.end_step = int(end_step)
         self.first_step = s.step_count
-        s.prepare(self.dt)
-        self._kept = s.step_count
-        for w in self.writers:
-            if hasattr(w, "begin"):
-                w.begin(self, resumed)
-        previous = {}
-        if self.handle_signals and threading.current_thread() is threading.main_thread():
-
-            def on_signal(signum, frame):
-                self.stop_requested = True
-
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.getsignal(sig)
-                signal.signal(sig, on_signal)
+        self.stop_requested = self.interrupted = False
+        self.failure = None
+        checked = any(getattr(w, "checked", True) for w in self.writers)
         timed = [w for w in self.writers if getattr(w, "trigger", None) is not None]
+        previous, begun = {}, []
         started = time.perf_counter()
         try:
+            s.prepare(self.dt)
+            self._kept = s.step_count
+            for w in self.writers:
+                if hasattr(w, "begin"):
+                    w.begin(self, resumed)
+                begun.append(w)
+            if self.handle_signals and threading.current_thread() is threading.main_thread():
+
+                def on_signal(signum, frame):
+                    self.stop_requested = True
+
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    previous[sig] = signal.getsignal(sig)
+                    signal.signal(sig, on_signal)
+            started = time.perf_counter()
             # a blow-up is caught by the health check or the step's own checks; NumPy's
             # overflow warnings on the way there are only noise
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -249,20 +261,26 @@ class Runner:
                     for w in due:
                         w.write(self, row if getattr(w, "checked", True) else None)
                 self.interrupted = self.stop_requested and s.step_count < self.end_step
-                checked = any(getattr(w, "checked", True) for w in self.writers)
                 if checked and s.step_count != self._kept:  # stopped between events: check before keeping it
                     self._check()
-        except IntegrationError as exc:  # put back the last state that passed
+        except IntegrationError as exc:
             self.failure = exc
-            s.rewind()
+            if checked:  # put back the last state that passed; without checks, the state of the failed step's start
+                s.rewind()
         finally:
             for sig, handler in previous.items():
-                signal.signal(sig, handler)
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
             if self.progress is not None:
                 self.progress.close()
-            for w in self.writers:
+            error = None
+            for w in begun:
                 if hasattr(w, "close"):
-                    w.close()
+                    try:
+                        w.close()
+                    except Exception as exc:  # noqa: BLE001 - the first error is raised once all are closed
+                        error = error or exc
+            if error is not None and self.failure is None:
+                raise error
         s.backend.synchronize()
         self.wall_time = time.perf_counter() - started
         for w in self.writers:

@@ -21,19 +21,22 @@ from .progress import Progress
 from .runner import Callback, Periodic, Runner
 from .writers import cadences, folder_writers
 
-__all__ = ["Simulation", "run_sampled"]
+__all__ = ["BodyRun", "Simulation", "run_sampled"]
 
 
 def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=None):
     """Advance ``state`` by ``steps`` steps of ``h`` in the run loop, calling
-    ``sample(state)`` after every ``every``-th step (counted from the state's step; not
-    after the last unless it falls on one): the run of a study, which measures along the
+    ``sample(state)`` after every ``every``-th step (at least 1; counted from the state's
+    step; not after the last unless it falls on one). A failing step raises with the state
+    of the step before it, as :meth:`~granular.particles.integrators.ExplicitIntegrator.run`
+    does: the run of a study, which measures along the
     way and writes no folder. ``label``: show a progress bar on stderr under this name
     when stderr is a terminal (nothing in scripts and logs)."""
-    system = ParticleSystem(model, state, integrator)
+    system = ParticleSystem(model, state, integrator, health=False)
     writers = []
-    if sample is not None and every:
-        writers.append(Callback(Periodic(int(every), at_end=False, phase=state.step), lambda r: sample(state)))
+    if sample is not None:
+        every = max(1, int(every))
+        writers.append(Callback(Periodic(every, at_end=False, phase=state.step), lambda r: sample(state)))
     end = state.step + int(steps)
     progress = None
     if label is not None and sys.stderr.isatty():
@@ -89,6 +92,29 @@ class Simulation:
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
         try:
             self.runner.run(total_steps, resumed)
+        finally:
+            self.info = writers[-1].info
+        return self.info
+
+
+class BodyRun:
+    """A batch of bodies (an adapter of :mod:`granular.bodies.scenes.systems`) run into a
+    folder: what ``granular run`` does for a ``[bodies]`` scene, for scripts. ``run``: the
+    scene's ``[run]`` table. After :meth:`execute`, ``info`` holds what ``run.json`` holds."""
+
+    def __init__(self, system, run, out_dir, scene_dict=None, quiet=False, log_json=False):
+        self.system, self.run_table, self.out_dir = system, run, out_dir
+        self.scene_dict = scene_dict or {}
+        self.quiet, self.log_json = quiet, log_json
+        self.info = None
+
+    def execute(self, total_steps: int, resumed: bool = False) -> dict:
+        """Advance to step ``total_steps`` writing the folder; returns the ``run.json``
+        dict. A failing step raises after the state before it was written as the checkpoint."""
+        writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict)
+        runner = Runner(self.system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
+        try:
+            runner.run(total_steps, resumed)
         finally:
             self.info = writers[-1].info
         return self.info

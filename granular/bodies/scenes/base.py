@@ -178,6 +178,11 @@ def per_body_column(name: str) -> bool:
     return len(head) > 1 and head[0] == "b" and head[1:].isdigit()
 
 
+def body_series_columns(names) -> list[str]:
+    """The batch-level columns among ``names`` (those without a ``b<i>_`` prefix)."""
+    return [n for n in names if not per_body_column(n)]
+
+
 def _same(arrays, key, like, be):
     """``arrays[key]`` checked against the shape and dtype of the live array ``like``."""
     if key not in arrays:
