@@ -28,11 +28,15 @@ def checkpoint_energy(scene_path, out):
     return diag.total_energy(model, state), meta, state
 
 
-@pytest.mark.parametrize("drop", [None, "contacts"], ids=["contacts", "no-contacts"])
-def test_forced_unstable_torus_stops_and_keeps_a_good_checkpoint(tmp_path, capsys, drop):
-    scene = scene_with(tmp_path, drop=drop, dt="0.05", allow_unstable_step="true")
+@pytest.mark.parametrize("drop,forced", [(None, "scene"), ("contacts", "scene"), (None, "flag")],
+                         ids=["contacts", "no-contacts", "command-line-flag"])  # fmt: skip
+def test_forced_unstable_torus_stops_and_keeps_a_good_checkpoint(tmp_path, capsys, drop, forced):
+    if forced == "scene":
+        scene, flag = scene_with(tmp_path, drop=drop, dt="0.05", allow_unstable_step="true"), []
+    else:
+        scene, flag = scene_with(tmp_path, drop=drop, dt="0.05"), ["--allow-unstable-step"]
     out = tmp_path / "o"
-    assert cli.main(["run", scene, "--out", str(out), "--quiet"]) == 1
+    assert cli.main(["run", scene, "--out", str(out), "--quiet", *flag]) == 1
     err = capsys.readouterr().err
     assert "health check failed at step 3 (t = 0.15): the total energy is 1.56e+05" in err.replace("156386", "1.56e+05")
     assert "the last good state (step 2" in err and "checkpoint.npz" in err and "Traceback" not in err
