@@ -1,7 +1,8 @@
 """granular: particle and rigid-body dynamics with rotations, on the CPU or an NVIDIA GPU.
 
-Quick start::
+Quick start (a spinning top on a pendulum; runs as written)::
 
+    import math
     import granular as gr
     b = gr.ModelBuilder()
     i = b.add_particle(x=[0, 0, 0], alpha=[0, 2 * math.tan(3 * math.pi / 8), 0],
@@ -29,6 +30,7 @@ _compat.install()  # old module paths (moved in 0.2) keep working, with a Deprec
 
 def __getattr__(name):  # granular.model, granular.integrators, ...: moved in 0.2
     return _compat.package_getattr(__name__, name)
+
 
 __all__ = [
     "Backend",

@@ -11,7 +11,7 @@ Rescaled Rodrigues parameters (Baker & Gonzalez, paper 003):
   ``α = 2 q_vec / q0`` for a unit quaternion, invariant under ``q → -q``.
 * (4)  ``R(α) = I + 4/(4 + |α|²) [S(α) + ½ S(α)²]``.
 * (5)  ``α1 ⊕ α2 = 4/(4 - α1·α2) [α1 + α2 - ½ α1 × α2]``, which is the rotation
-  ``R(α2) R(α1)`` (``α1`` applied first), see ``PAPER_NOTES.md``.
+  ``R(α2) R(α1)`` (``α1`` applied first), see ``docs/physics.md``.
 
 RRP are singular at a rotation angle of π (``|α| → ∞``). The engine therefore keeps
 the *total* orientation of a particle as a unit quaternion and uses RRP only for

@@ -73,3 +73,12 @@ def test_a_missing_submodule_of_a_moved_package_is_an_ordinary_import_error():
         assert importlib.util.find_spec("granular.forces.nope") is None
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("granular.forces.nope")
+
+
+def test_the_quick_start_in_help_granular_runs_as_written(capsys):
+    doc = granular.__doc__
+    code = doc.split("::", 1)[1].split('"""')[0]
+    lines = [ln[4:] for ln in code.splitlines() if ln.startswith("    ")]
+    exec("\n".join(lines), {})
+    out = capsys.readouterr().out
+    assert "total" in out and "kinetic_rotational" in out

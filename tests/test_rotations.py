@@ -32,7 +32,7 @@ def test_rrp_matrix_is_rotation_and_matches_rodrigues(rng):
 
 
 def test_composition_is_matrix_product_in_paper_order(rng):
-    """(5): α1 ⊕ α2 is R(α2) R(α1), α1 first (PAPER_NOTES)."""
+    """(5): α1 ⊕ α2 is R(α2) R(α1), α1 first (docs/physics.md)."""
     a1 = rot.rrp_from_rotvec(random_rotvecs(rng, 500, 2.0))
     a2 = rot.rrp_from_rotvec(random_rotvecs(rng, 500, 2.0))
     a12 = rot.rrp_compose(a1, a2)

@@ -68,7 +68,7 @@ def linear_momentum(model, state) -> np.ndarray:
 def angular_momentum(model, state, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
     """Total angular momentum about ``origin``: ``Σ ((x_i - o) × m_i v_i + J_i Ω_i)``, (3,).
 
-    (Paper (34) prints only the spin part ``Σ J_i Ω_i``; see ``PAPER_NOTES.md``.)
+    (Paper (34) prints only the spin part ``Σ J_i Ω_i``; see ``docs/physics.md``.)
     """
     xp = model.backend.xp
     r = state.x - xp.asarray(origin, dtype=state.x.dtype)

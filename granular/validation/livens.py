@@ -1,6 +1,6 @@
 """Livens-principle EM integrators with quaternions: examples 5.1-5.5 of paper 002, Figs. 1-16.
 
-Setups (PAPER_NOTES, Kinon & Betsch):
+Setups (``docs/physics.md``, paper 002):
 
 * 5.1 mass-spring with redundant coordinates (106)-(109): ``m1 = 2, m2 = 1, k1 = 1,
   k2 = 3, l10 = 1, w = 0.1``, ``q0 = (0, 1.1, 0)``, ``v0 = (1, 1, -1)``, h = 0.1, T = 10.

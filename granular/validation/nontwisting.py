@@ -1,6 +1,6 @@
 """Rigid body on the non-twisting frame: cases 1-3 of paper 000, Sect. 6, Figs. 1-12.
 
-Setup (PAPER_NOTES; eqs. (111)-(118)): inertia ``J = [[3, -1/7, 0], [-1/7, 4, 0],
+Setup (``docs/physics.md``; eqs. (111)-(118)): inertia ``J = [[3, -1/7, 0], [-1/7, 4, 0],
 [0, 0, 5]]`` kg m² (Euler coefficients ``𝒥 = [[3, 1/7, 0], [1/7, 2, 0], [0, 0, 1]]``),
 ``Λ(0) = I``, ``t ∈ [0, 5]`` s, ``h = 0.005`` s, Newton relative tolerance 1e-10;
 
@@ -9,7 +9,7 @@ Setup (PAPER_NOTES; eqs. (111)-(118)): inertia ``J = [[3, -1/7, 0], [-1/7, 4, 0]
 * case 3 (117)-(118): ``ω⊥(0) = 1.5 d1 + 4.5 d2``, ``m⊥ = -f(t)(1236.25 d1 + 537.5 d2)``;
 
 with the ramp ``f`` of (116) (load gone for ``t >= 1``). The three cases run as one batch
-of three bodies. Second quotient of precision (Appendix A, missing; PAPER_NOTES):
+of three bodies. Second quotient of precision (Appendix A, missing; ``docs/physics.md``):
 ``Q(t) = |u_h - u_{h/2}| / |u_{h/2} - u_{h/4}|`` with ``u = (d1, d2, d3, ḋ1, ḋ2, ḋ3)`` (18
 numbers) at common times; it tends to 4 for a second-order scheme.
 

@@ -1,6 +1,6 @@
 """Rolling ball actuated by internal point masses (paper 004): scenes and the checks.
 
-The paper's figures are lost (only its appendices survive, ``PAPER_NOTES.md``), so the
+The paper's figures are lost (only its appendices survive; ``docs/physics.md``), so the
 study measures what the issue asks for, with the independent checks of the notes:
 
 * **masses at rest**: energy conserved to the integrator's accuracy: the RK4 energy

@@ -1,6 +1,6 @@
 """Unstable rotation of a free rigid body, paper 001 Sect. 6, eqs. (88)-(91), Figs. 7-12.
 
-Setup (``PAPER_NOTES.md``): ``J̄ = diag(5.2988, 1.1775, 4.3568)``, ``m = 1``,
+Setup (``docs/physics.md``): ``J̄ = diag(5.2988, 1.1775, 4.3568)``, ``m = 1``,
 ``Ω̄0 = [0.01, 0, 100]``, ``Ū0 = 0``, ``R0 = I``, ``x0 = 0``, hexahedron
 ``l1 = l2 = l3 = 1`` (so ``w̄0`` is (89)), no loads, ``t ∈ [0, 1]``. The third axis is
 the intermediate one (``J̄11 > J̄33 > J̄22``): the body flips.

@@ -2,7 +2,7 @@
 
 Paper 000, Sect. 6.4 compares the specialised energy-momentum scheme with "a
 well-established nonholonomic integrator (Cortés and Martínez 2001)" whose formulas are in
-an Appendix B that is not in our copy of the text. Following ``PAPER_NOTES.md`` we
+an Appendix B that is not in our copy of the text. As ``docs/physics.md`` records, we
 implement the standard discrete Lagrange-d'Alembert scheme for the same constrained
 director system: midpoint discrete Lagrangian, holonomic constraints at the nodes, the
 nonholonomic constraint imposed on the discrete velocity.

@@ -4,7 +4,7 @@ regularised mass matrix, after Betsch & Siebert [7]) and MPH (midpoint rule on t
 Hamiltonian equations), batched over N bodies.
 
 Paper 002 (Kinon & Betsch), Sect. 5 (Table 1, lost in our copy; methods recovered from the
-authors' public code, PAPER_NOTES), Appendix D (missing). Same model, state and
+authors' public code; ``docs/physics.md``), Appendix D (missing). Same model, state and
 diagnostics as :class:`granular.bodies.livens.rigid.QuaternionBodies`.
 
 MPL

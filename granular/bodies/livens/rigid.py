@@ -11,7 +11,7 @@ Quaternions (27)-(36), (43)-(51)
 --------------------------------
 ``q = (q0, q⃗)`` scalar first, Hamilton product, ``R(q)`` maps body to spatial vectors
 (as everywhere in the engine). With the 3 × 4 matrices (35) (signs from the authors' code,
-PAPER_NOTES)::
+``docs/physics.md``)::
 
     G(q) = [-q⃗, q0 I - q̂],   E(q) = [-q⃗, q0 I + q̂],   R(q) = E(q) G(q)ᵀ   (35), (50)
 
