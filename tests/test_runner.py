@@ -180,3 +180,27 @@ def test_a_numpy_integer_is_a_cadence():
     Runner(Toy(), 1.0, [Callback(np.int64(2), lambda r: seen.append(r.system.step_count))],
            handle_signals=False).run(6)  # fmt: skip
     assert seen == [2, 4, 6]
+
+
+def test_an_error_in_flight_is_not_hidden_by_a_writer_that_fails_to_close():
+    class BadClose:
+        trigger = Periodic(1)
+        checked = False
+
+        def write(self, runner, row):
+            raise KeyError("in flight")
+
+        def close(self):
+            raise OSError("close failed")
+
+    with pytest.raises(KeyError, match="in flight"):
+        Runner(Toy(), 1.0, [BadClose()], handle_signals=False).run(3)
+    good = Toy()
+
+    class CloseOnly(BadClose):
+        def write(self, runner, row):
+            pass
+
+    with pytest.raises(OSError, match="close failed"):  # with nothing in flight, the close error is raised
+        Runner(good, 1.0, [CloseOnly()], handle_signals=False).run(3)
+    assert good.step_count == 3

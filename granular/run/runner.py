@@ -230,6 +230,7 @@ class Runner:
         timed = [w for w in self.writers if getattr(w, "trigger", None) is not None]
         previous, begun = {}, []
         started = time.perf_counter()
+        settled = False  # the loop ended, or ended in an IntegrationError: no other exception in flight
         try:
             s.prepare(self.dt)
             self._kept = s.step_count
@@ -263,10 +264,12 @@ class Runner:
                 self.interrupted = self.stop_requested and s.step_count < self.end_step
                 if checked and s.step_count != self._kept:  # stopped between events: check before keeping it
                     self._check()
+            settled = True
         except IntegrationError as exc:
             self.failure = exc
             if checked:  # put back the last state that passed; without checks, the state of the failed step's start
                 s.rewind()
+            settled = True
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, signal.SIG_DFL if handler is None else handler)
@@ -279,7 +282,7 @@ class Runner:
                         w.close()
                     except Exception as exc:  # noqa: BLE001 - the first error is raised once all are closed
                         error = error or exc
-            if error is not None and self.failure is None:
+            if error is not None and settled and self.failure is None:  # never hide an error in flight
                 raise error
         s.backend.synchronize()
         self.wall_time = time.perf_counter() - started
