@@ -7,6 +7,7 @@ heavy-top example samples tops in steady precession; non-conserved L components 
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 import granular.ensemble as ens
+from granular import resources
+from granular.ensemble import driver
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TOP = os.path.join(ROOT, "scenes", "livens_heavy_top.toml")
@@ -51,10 +54,35 @@ def test_earlier_ensemble_kept_unless_overwrite(tmp_path, capsys):
 def test_unusable_out_refused_before_computing(tmp_path, monkeypatch, capsys):
     (tmp_path / "f").write_text("x")
     called = []
-    monkeypatch.setattr(ens, "run_chunk", lambda *a: called.append(a))
+    monkeypatch.setattr(driver, "run_chunk", lambda *a: called.append(a))  # the name the driver calls
     assert ens.main([TOP, *ARGS, "--out", str(tmp_path / "f" / "e")]) == 2
     err = capsys.readouterr().err
     assert "is a file, not a directory" in err and "Traceback" not in err and not called
+
+
+def test_read_only_or_full_out_refused_before_computing(tmp_path, monkeypatch, capsys):
+    """Issue 15, item 3 for ensembles: an --out the file system refuses, or one without
+    room for the summaries, is refused (exit 2) before any chunk runs, leaving nothing."""
+    called = []
+    monkeypatch.setattr(driver, "run_chunk", lambda *a: called.append(a))
+    real_open = os.open
+
+    def refusing(path, flags, *a, **k):
+        if ".granular-write-test" in str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *a, **k)
+
+    with monkeypatch.context() as m:
+        m.setattr(resources.os, "open", refusing)
+        assert ens.main([TOP, *ARGS, "--out", str(tmp_path / "ro")]) == 2
+    err = capsys.readouterr().err
+    assert "not writable" in err and "Permission denied" in err and "Traceback" not in err
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(resources.shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    assert ens.main([TOP, *ARGS, "--out", str(tmp_path / "full")]) == 2
+    err = capsys.readouterr().err
+    assert "the ensemble (12 bodies)" in err and "are free" in err and "Traceback" not in err
+    assert not called and not (tmp_path / "ro").exists() and not (tmp_path / "full").exists()
 
 
 def test_heavy_top_reports_only_the_conserved_L_component():
