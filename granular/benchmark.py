@@ -61,7 +61,7 @@ def spheres_builder(n_total: int, spacing: float = 0.98, seed: int = 0, kpp: flo
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     b.add_particles(x, v=0.01 * rng.normal(size=x.shape), radius=0.5)
-    b.set_contacts(kpp)
+    b.set_contacts(kpp, allow_initial_overlap=True)
     return b
 
 

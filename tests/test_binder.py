@@ -29,11 +29,11 @@ def random_cluster(backend, rng, family, n=6):
         b.add_bonds(pairs, ka=rng.uniform(50, 200, len(pairs)), ks=rng.uniform(50, 200, len(pairs)),
                     km=rng.uniform(1, 10, len(pairs)))  # fmt: skip
     elif family == "contacts":
-        b.set_contacts(2100.0)
+        b.set_contacts(2100.0, allow_initial_overlap=True)
     elif family == "walls":
         for _ in range(3):
             nrm = rng.normal(size=3)
-            b.add_wall(nrm, offset=float(nrm @ x0.mean(axis=0) / np.linalg.norm(nrm)), k=rng.uniform(500, 2000))
+            b.add_wall(nrm, offset=float(nrm @ x0.mean(axis=0) / np.linalg.norm(nrm)), k=rng.uniform(500, 2000), allow_initial_overlap=True)
     model = b.finalize(backend)
     x = x0 + rng.normal(scale=0.15, size=(n, 3))
     q = rot.quat_multiply(rot.quat_from_rotvec(rng.normal(scale=0.6, size=(n, 3))), q0)
@@ -78,9 +78,9 @@ def test_values_derived_by_hand(case, backend):
     if case.get("bonds", True):
         b.add_bonds([[0, 1]], ka=case["ka"], ks=case["ks"], km=case["km"])
     if case["kpp"] is not None:
-        b.set_contacts(case["kpp"])
+        b.set_contacts(case["kpp"], allow_initial_overlap=True)
     for w in case["walls"]:
-        b.add_wall(w["normal"], w["offset"], k=w["k"])
+        b.add_wall(w["normal"], w["offset"], k=w["k"], allow_initial_overlap=True)
     model = b.finalize(backend)
     be = model.backend
     F, RM, E = forces_at(model, be.asarray(np.array(case["x"], float)), be.asarray(np.array(case["q"], float)))
@@ -96,7 +96,7 @@ def test_pair_forces_are_exactly_antisymmetric(backend, rng):
     b = gr.ModelBuilder()
     b.add_particles(x0, orientation=rot.quat_from_rotvec(rng.normal(size=(2, 3))), radius=0.5)
     b.add_bonds([[1, 0]], ka=200.0, ks=200.0, km=10.0)
-    b.set_contacts(2100.0)
+    b.set_contacts(2100.0, allow_initial_overlap=True)
     model = b.finalize(backend)
     be = model.backend
     x = be.asarray(x0 + rng.normal(scale=0.05, size=(2, 3)))
@@ -259,7 +259,7 @@ def test_excluding_bonded_contacts():
         b = gr.ModelBuilder()
         b.add_particles(x0, radius=0.5)
         b.add_bonds([[0, 1]], ka=1.0)
-        b.set_contacts(100.0, bonded_contacts=bonded)
+        b.set_contacts(100.0, bonded_contacts=bonded, allow_initial_overlap=True)
         model = b.finalize("cpu")
         _, _, E = forces_at(model, model.state().x, model.state().q)
         one_pair = 0.4 * 100.0 * 0.1**2.5
@@ -307,8 +307,6 @@ def test_a_run_with_breaking_bonds_has_a_released_energy_column_that_closes_the_
     (``U_released``), ``total + U_released`` is conserved as well as ``total`` is when
     no bond breaks (the same impact with unbreakable bonds), and the energy plot draws
     that sum instead of showing the drop as drift."""
-    from types import SimpleNamespace
-
     from granular.io import read_series
     from granular.run import Simulation
 
@@ -319,9 +317,7 @@ def test_a_run_with_breaking_bonds_has_a_released_energy_column_that_closes_the_
         b.set_contacts(2100.0)
         b.add_wall([1, 0, 0], 0.0, 2100.0)
         m = b.finalize("cpu")
-        run = SimpleNamespace(dt=1e-3, integrator="verlet", output_every=None, series_every=0.02,
-                              checkpoint_every=None, graphs=True, energy_tolerance=None)  # fmt: skip
-        assert Simulation(m, run, str(out), quiet=True).execute(m.state(), 3000)["finished"]
+        assert Simulation(m, m.state(), out, dt=1e-3, series_every=0.02).run(steps=3000)["finished"]
         return read_series(str(out / "series.csv"))
 
     whole = impact(np.inf, tmp_path / "whole")

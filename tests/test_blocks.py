@@ -190,7 +190,7 @@ def converging_cloud(backend):
     x = 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
     b = gr.ModelBuilder()
     b.add_particles(x, v=-x, radius=0.1)
-    b.set_contacts(0.0, skin=0.6)
+    b.set_contacts(0.0, skin=0.6, allow_initial_overlap=True)
     return b.finalize(backend)
 
 

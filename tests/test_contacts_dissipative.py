@@ -232,9 +232,9 @@ def test_a_persisting_contact_keeps_its_spring_through_a_rebuild_in_a_run():
         b.add_particles([[0.0, 0.0, R - d_wall], [0.0, 0.0, 3 * R - d_wall - d_pair]],
                         v=[[0.0, 0.0, 0.0], [0.2, 0.0, 0.0]], omega=[[0.0, 0.0, 0.0], [0.0, 0.0, 300.0]], radius=R,
                         material="glass")  # fmt: skip
-        b.add_wall([0, 0, 1], 0.0, material="glass")
+        b.add_wall([0, 0, 1], 0.0, material="glass", allow_initial_overlap=True)
         b.set_gravity([0.0, 0.0, -9.81])
-        b.set_contacts(skin=skin)
+        b.set_contacts(skin=skin, allow_initial_overlap=True)
         return b.finalize("cpu")
 
     runs = []
@@ -386,8 +386,8 @@ def test_model_forces_are_the_energy_gradient():
     x[:, 2] -= 1e-5
     x += rng.normal(scale=1e-6, size=x.shape)
     b.add_particles(x, radius=R, material="glass")
-    b.add_wall([0, 0, 1], 0.0, material="glass")
-    b.set_contacts()
+    b.add_wall([0, 0, 1], 0.0, material="glass", allow_initial_overlap=True)
+    b.set_contacts(allow_initial_overlap=True)
     model = b.finalize("cpu")
     s = model.state()
     integ = gr.ExplicitIntegrator("verlet")
@@ -449,9 +449,9 @@ def test_series_and_frames_carry_the_dissipation(tmp_path):
 
     scene = parse_scene(edit(("run", "steps"), 600))
     model, run = build_model(scene, backend="cpu")
-    sim = Simulation(model, run, str(tmp_path / "out"), quiet=True)
     s = model.state()
-    sim.execute(s, 600)
+    sim = Simulation(model, s, tmp_path / "out", run)
+    sim.run(steps=600)
     series = read_series(str(tmp_path / "out" / "series.csv"))
     for k in DISSIPATED + ("contacts",):
         assert k in series, k

@@ -85,7 +85,7 @@ def dense_model(be, search, n, seed=1):
     b = gr.ModelBuilder()
     b.add_particles(rng.uniform(0, 2.5, size=(n, 3)), radius=rng.uniform(0.25, 0.4, n))
     b.add_bonds(np.array([[k, k + 1] for k in range(0, n - 1, 3)]), ka=50.0)
-    b.set_contacts(300.0, bonded_contacts=bool(seed % 2), search=search, skin=0.07)
+    b.set_contacts(300.0, bonded_contacts=bool(seed % 2), search=search, skin=0.07, allow_initial_overlap=True)
     return b.finalize(be)
 
 
@@ -137,7 +137,7 @@ def test_absurd_positions_are_binned_without_overflow():
 def test_a_non_finite_position_stops_the_step_naming_the_particle():
     b = gr.ModelBuilder()
     b.add_particles(np.array([[0.0, 0, 0], [0.9, 0, 0], [3.0, 0, 0]]), radius=0.5)
-    b.set_contacts(100.0)
+    b.set_contacts(100.0, allow_initial_overlap=True)
     m = b.finalize("cpu")
     s = m.state()
     s.x[2, 1] = np.nan

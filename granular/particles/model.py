@@ -38,6 +38,7 @@ from .forces.bonds import empty_bond_args
 from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
 from .forces.fields import field_args
 from .forces.materials import Material, check_material, sphere_mass
+from .placement import overlap_problem, wall_problem
 from .state import State
 
 #: Tolerance on ``| |q| - 1 |`` for a quaternion given as orientation.
@@ -56,6 +57,8 @@ def _vectors(name, value, n, width=3, allow_broadcast=True):
         raise ValueError(f"{name}: expected shape ({n}, {width}) or ({width},), got {a.shape}")
     bad = ~np.isfinite(a).all(axis=1)
     if bad.any():
+        if n == 1 and np.ndim(value) == 1:  # one vector, not a per-particle array
+            raise ValueError(f"{name}: must be {width} finite numbers, got {a[0].tolist()}")
         raise ValueError(f"{name}: non-finite value for particle {int(np.argmax(bad))} of this call: {a[bad][0]}")
     return a
 
@@ -149,6 +152,8 @@ class ModelBuilder:
         self._materials = {}  # name -> (index, Material)
         self._mat = []  # per add_particles call: (K,) material index, -1 for none
         self._contacts_set = False
+        self._allow_overlap = False
+        self._wall_overlap = []  # per wall: allow_initial_overlap
         self._velocity = "predicted"
 
     @property
@@ -292,18 +297,22 @@ class ModelBuilder:
         self._materials[name] = (len(self._materials), m)
         return len(self._materials) - 1
 
-    def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted") -> None:
+    def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted",
+                     allow_initial_overlap=False) -> None:  # fmt: skip
         """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
         ``kpp`` >= 0 [M L²/T²]. ``bonded_contacts=False`` leaves bonded pairs out;
         ``search``: ``"cells"`` (neighbour list with ``skin`` [L], default 0.4 × the
         largest radius) or ``"all-pairs"`` (see :class:`~granular.particles.forces.ParticleContacts`).
         With materials (:meth:`add_material`) the dissipative law replaces U^pp and
         ``kpp`` is not used; ``velocity``: the velocity its damping and friction see,
-        ``"predicted"`` or ``"half"`` (``docs/contacts.md``)."""
+        ``"predicted"`` or ``"half"`` (``docs/contacts.md``). :meth:`finalize` refuses
+        particles that overlap at the start unless ``allow_initial_overlap`` (and
+        coincident ones always: their contact has no direction)."""
         if velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
         self._velocity = velocity
         self._contacts_set = True
+        self._allow_overlap = bool(allow_initial_overlap)
         self._kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
         self._bonded_contacts = bool(bonded_contacts)
         if search not in ("cells", "all-pairs"):
@@ -312,10 +321,11 @@ class ModelBuilder:
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self._contact_search = (search, skin)
 
-    def add_wall(self, normal, offset=0.0, k=None, material=None) -> int:
+    def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False) -> int:
         """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
         side); stiffness ``k`` >= 0, default the contact stiffness; ``material``: its
-        material under the dissipative law. Returns the wall id."""
+        material under the dissipative law. :meth:`finalize` refuses particles that start
+        inside or behind the wall unless ``allow_initial_overlap``. Returns the wall id."""
         wid = len(self._walls)
         mat = -1
         if material is not None:
@@ -337,6 +347,7 @@ class ModelBuilder:
             raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
         kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
         self._walls.append((nrm / length, off, kk, mat))
+        self._wall_overlap.append(bool(allow_initial_overlap))
         return wid
 
     def finalize(self, backend="auto", dtype=np.float64) -> "Model":
@@ -397,6 +408,7 @@ class ModelBuilder:
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
             mats = [max(m, 0) for _, _, _, m in self._walls]
             forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats))
+        self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or law is not None)
         return Model(
             law=law,
             backend=be,
@@ -409,6 +421,21 @@ class ModelBuilder:
             bonds=bonds,
         )
 
+
+    def _check_placement(self, x, radius, contacts) -> None:
+        """Overlapping or coincident particles (with contacts) and particles inside walls,
+        as scene files check them (:mod:`granular.particles.placement`)."""
+        problem = None
+        if contacts:
+            problem = overlap_problem(x, radius, self._allow_overlap,
+                                      "set_contacts(..., allow_initial_overlap=True)")  # fmt: skip
+        for wid, (n, c, _, _) in enumerate(self._walls):
+            if problem is None and not self._wall_overlap[wid]:
+                problem = wall_problem(n, c, x, radius, f"add_wall(..., allow_initial_overlap=True) for wall {wid}")
+                if problem is not None:
+                    problem = (problem[0], f"wall {wid}: {problem[1]}")
+        if problem is not None:
+            raise ValueError(problem[1])
 
     def _law(self, be, dtype):
         """The dissipative law when any particle has a material (then all must, and every

@@ -25,13 +25,12 @@ from ..checks import field_path, schema_message
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.model import ModelBuilder
-from ..particles.shapes import add_tori, add_torus
+from ..particles.placement import overlap_problem, wall_problem
+from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
 from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
 
 #: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
 MAX_PARTICLES = 100_000_000
-#: Particles closer than this fraction of their radii sum count as coincident.
-COINCIDENT = 1e-9
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Vec3 = Annotated[list[Finite], Field(min_length=3, max_length=3)]
@@ -374,40 +373,10 @@ def _per_particle(path, value, n, errors):
 
 
 def _random_packing(g: RandomParticles, path: str):
-    rng = np.random.default_rng(g.seed)
-    lo, hi = np.asarray(g.box[0]), np.asarray(g.box[1])
-    if isinstance(g.radius, list):
-        radii = rng.uniform(g.radius[0], g.radius[1], g.count)
-    else:
-        radii = np.full(g.count, g.radius)
-    placed = np.empty((g.count, 3))
-    rmax = radii.max()
-    tree, in_tree = None, 0
-    for k in range(g.count):
-        r = radii[k]
-        for _ in range(g.max_attempts):
-            p = rng.uniform(lo + r, hi - r) if np.all(hi - lo > 2 * r) else None
-            if p is None:
-                raise SceneError([(path + ".box", f"the box is smaller than a particle of radius {r}")])
-            ok = True
-            if tree is not None:
-                for j in tree.query_ball_point(p, r + rmax):
-                    if np.linalg.norm(placed[j] - p) < r + radii[j]:
-                        ok = False
-                        break
-            if ok:
-                recent = placed[in_tree:k]
-                if len(recent) and np.any(np.linalg.norm(recent - p, axis=1) < r + radii[in_tree:k]):
-                    ok = False
-            if ok:
-                break
-        else:
-            raise SceneError([(path + ".count", f"could not place {g.count} non-overlapping particles in the box "
-                               f"(placed {k} after {g.max_attempts} attempts for the next); enlarge the box or lower count")])  # fmt: skip
-        placed[k] = p
-        if k + 1 - in_tree >= 64 and k + 1 >= 2 * max(in_tree, 32):
-            tree, in_tree = cKDTree(placed[: k + 1]), k + 1
-    return placed, radii
+    try:
+        return random_packing(g.count, g.box, g.radius, seed=g.seed, max_attempts=g.max_attempts)
+    except PackingError as exc:
+        raise SceneError([(f"{path}.{exc.field}", str(exc))]) from None
 
 
 def build_model(scene: Scene, backend=None, source: str = "scene", precision=None):
@@ -506,14 +475,16 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
             errors.append((path, str(exc)))
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
-                       skin=scene.contacts.skin, velocity=scene.contacts.velocity)  # fmt: skip
+                       skin=scene.contacts.skin, velocity=scene.contacts.velocity,
+                       allow_initial_overlap=scene.contacts.allow_initial_overlap)  # fmt: skip
         errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
     elif scene.materials:
         errors.extend(_overlap_errors(x_all, r_all, False))
     for k, w in enumerate(scene.walls):
         try:
             kpp = scene.contacts.kpp if scene.contacts is not None else None
-            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material)
+            b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material,
+                       allow_initial_overlap=w.allow_initial_overlap)  # fmt: skip
         except ValueError as exc:
             errors.append((f"walls[{k}]", str(exc)))
             continue
@@ -541,45 +512,17 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
 
 def _overlap_errors(x, r, allowed) -> list:
     """Coincident particles (always an error with contacts: their contact has no direction)
-    and, unless ``allowed``, overlapping ones."""
-    if len(x) < 2:
+    and, unless ``allowed``, overlapping ones (:func:`~granular.particles.placement.overlap_problem`)."""
+    problem = overlap_problem(x, r, allowed)
+    if problem is None:
         return []
-    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray")
-    if not len(pairs):
-        return []
-    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
-    reach = r[pairs[:, 0]] + r[pairs[:, 1]]
-    same = d <= COINCIDENT * reach
-    if same.any():
-        k = int(np.argmax(same))
-        i, j = sorted(int(p) for p in pairs[k])
-        return [("particles", f"particles {i} and {j} start at the same position (distance {d[k]:.3g}, radii sum "
-                 f"{reach[k]:.6g}), {int(same.sum())} pair(s) in all: the contact force between coincident "
-                 "particles has no direction (allow_initial_overlap does not cover this); move them apart")]  # fmt: skip
-    bad = d < reach * (1 - 1e-9)
-    if allowed or not bad.any():
-        return []
-    k = int(np.argmax(bad))
-    i, j = sorted(int(p) for p in pairs[k])
-    return [("contacts.allow_initial_overlap", f"particles {i} and {j} overlap at the start (distance {d[k]:.6g} < "
-             f"radii sum {reach[k]:.6g}) and {int(bad.sum())} pair(s) in all; move them or set "
-             "allow_initial_overlap = true")]  # fmt: skip
+    return [("particles" if problem[0] == "coincident" else "contacts.allow_initial_overlap", problem[1])]
 
 
 def _wall_errors(k, wall, x, r) -> list:
-    """Particles that start inside wall ``k`` (centre closer to the plane than the radius,
-    or behind it)."""
-    n = np.asarray(wall.normal, dtype=np.float64)
-    n = n / np.linalg.norm(n)
-    s = x @ n - wall.offset
-    bad = s < r * (1 - 1e-9)
-    if not bad.any():
-        return []
-    i = int(np.argmin(s - r))
-    where = "behind the wall" if s[i] < 0 else "inside the wall"
-    return [(f"walls[{k}].allow_initial_overlap", f"particle {i} starts {where}: its centre is {s[i]:.6g} from the "
-             f"plane (radius {r[i]:.6g}), {int(bad.sum())} particle(s) in all; move them or set "
-             "allow_initial_overlap = true in this [[walls]] table")]  # fmt: skip
+    """Particles that start inside wall ``k`` (:func:`~granular.particles.placement.wall_problem`)."""
+    problem = wall_problem(wall.normal, wall.offset, x, r, "allow_initial_overlap = true in this [[walls]] table")
+    return [] if problem is None else [(f"walls[{k}].allow_initial_overlap", problem[1])]
 
 
 def _known_bonds(scene) -> int:

@@ -87,7 +87,7 @@ def sphere_on_wall(v, e=1.0, mu=0.0, mu_r=0.0, vt=0.0, backend="cpu", velocity="
     b = ModelBuilder()
     b.add_material("glass", E, NU, RHO, e, mu, mu_r)
     b.add_particles(np.array([[0.0, 0.0, R]]), v=[vt, 0.0, -v], omega=spin, radius=R, material="glass")
-    b.add_wall([0.0, 0.0, 1.0], 0.0, material="glass")
+    b.add_wall([0.0, 0.0, 1.0], 0.0, material="glass", allow_initial_overlap=True)  # touching at the start
     b.set_contacts(velocity=velocity)
     return b.finalize(backend)
 
@@ -228,7 +228,7 @@ def incline(theta, mu=0.3, mu_r=0.0, backend="cpu", t_end=0.05):
     kn = 4.0 / 3.0 * _estar() * math.sqrt(R)
     d0 = (m * g * math.cos(theta) / kn) ** (2.0 / 3.0)
     b.add_particles(np.array([[0.0, 0.0, R - d0]]), radius=R, material="glass")
-    b.add_wall([0.0, 0.0, 1.0], 0.0, material="glass")
+    b.add_wall([0.0, 0.0, 1.0], 0.0, material="glass", allow_initial_overlap=True)
     b.set_gravity([g * math.sin(theta), 0.0, -g * math.cos(theta)])
     b.set_contacts()
     model = b.finalize(backend)
@@ -255,7 +255,7 @@ def cluster(backend="cpu", steps=4000, seed=3, h=2e-7):
     x += rng.normal(scale=0.003 * R, size=x.shape)
     v = -2.0 * x / R + rng.normal(scale=0.5, size=x.shape)
     b.add_particles(x, v=v, omega=rng.normal(scale=100.0, size=x.shape), radius=R, material="glass")
-    b.set_contacts()
+    b.set_contacts(allow_initial_overlap=True)  # a jostled lattice: some pairs start pressed
     model = b.finalize(backend)
     s = model.state()
     integ = ExplicitIntegrator("verlet")
