@@ -57,6 +57,9 @@ def broken_bonds(model, state) -> int:
 
 
 def total_energy(model, state) -> float:
+    """Total energy [M L²/T²]: kinetic (translational and rotational) plus the potential
+    energy of every interaction family (the ``total`` of :func:`energies`, the quantity
+    the conservative schemes conserve)."""
     return energies(model, state)["total"]
 
 

@@ -140,6 +140,7 @@ class Snapshot:
             self.model.bind_springs(state)
             self.model.force("contacts").neighbors.restore_snapshot(self.springs)
         state.time, state.step, state.forces_valid, state.clock = self.time, self.step, self.forces_valid, self.clock
+        state.remember_forces()
         state._engine = None  # the step loop's displacement budget belonged to the later state
 
 

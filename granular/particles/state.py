@@ -24,8 +24,13 @@ default), in consistent units of length, time and mass:
 =============  ===========  ==========================================================
 
 plus the clock: ``time`` and ``step``, and ``forces_valid`` (whether ``F`` and ``RM``
-belong to the current ``x`` and ``q``; set it to ``False`` after editing positions or
-orientations by hand).
+belong to the current arrays).
+
+Editing the state by hand is safe: change ``x``, ``v``, ``q`` or ``omega`` in place (or
+assign new arrays of the same shape and dtype) and the next step sees it. The state keeps
+a copy of those four arrays as they were when its forces were last evaluated; the next
+step compares against it (one pass over ``13 N`` numbers per call, not per step) and
+evaluates the forces again where anything changed, so stale forces never reach a step.
 
 The total orientation is kept as a unit quaternion, not as RRP, because RRP are
 singular at a half turn and a particle in an impact spins through many turns;
@@ -46,7 +51,44 @@ from .. import rotations
 
 @dataclass
 class State:
-    """Changing per-particle arrays plus the clock; see the module docstring for shapes."""
+    """The arrays that change during a run, on the model's backend, plus the clock.
+
+    Make one with :meth:`Model.state() <granular.particles.model.Model.state>`. Arrays
+    have ``N`` rows and the model's dtype; units are consistent units of mass ``M``,
+    length ``L`` and time ``T``.
+
+    Attributes
+    ----------
+    x : array, (N, 3)
+        Centre positions [L].
+    v : array, (N, 3)
+        Velocities [L/T].
+    q : array, (N, 4)
+        Orientations as unit quaternions ``(q0, q1, q2, q3)``; ``R(q)`` maps body-frame
+        vectors to the spatial frame.
+    omega : array, (N, 3)
+        Spatial angular velocities ``Ω = R ω`` [1/T].
+    F, RM : array, (N, 3)
+        Total force [M L/T²] and spatial moment [M L²/T²] at the current configuration.
+    broken : array, (B,) int8
+        1 for each bond that has broken.
+    released : array, (B,)
+        Energy each broken bond had when it broke [M L²/T²].
+    wall_springs : array, (N, W, 8)
+        Springs of the wall contacts (dissipative law; else empty).
+    dissipated : array, (N, 4)
+        Energy each particle's contacts dissipated: normal damping, friction, rolling,
+        twisting [M L²/T²] (dissipative law; else empty).
+    status : array, (N,) int32
+        Failure bits of the last block of steps (0: fine).
+    time : float
+        Time [T], ``t0 + (step - step0) h`` (no accumulated round-off).
+    step : int
+        Steps taken.
+    forces_valid : bool
+        Whether ``F`` and ``RM`` belong to the current arrays (edits by hand are
+        detected: :meth:`edited`).
+    """
 
     x: object
     v: object
@@ -68,6 +110,8 @@ class State:
     _engine: object = field(default=None, repr=False, compare=False)
     #: contact springs kept aside while the model's neighbour list serves another state
     _springs: object = field(default=None, repr=False, compare=False)
+    #: copies of the force inputs (x, v, q, omega) as they were when F and RM were evaluated
+    _seen: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int | None = None) -> "State":
@@ -104,6 +148,33 @@ class State:
         """Rotation matrices, (N, 3, 3)."""
         return rotations.quat_to_matrix(self.q)
 
+    def _force_inputs(self) -> tuple:
+        return (self.x, self.v, self.q, self.omega)
+
+    def remember_forces(self) -> None:
+        """Note that ``F`` and ``RM`` belong to the arrays as they are now (the step loop
+        and the restores call this; :meth:`edited` compares against it)."""
+        arrays = self._force_inputs()
+        seen = self._seen
+        if seen is None or any(a.shape != b.shape or a.dtype != b.dtype or type(a) is not type(b)
+                               for a, b in zip(arrays, seen)):  # fmt: skip
+            self._seen = tuple(a.copy() for a in arrays)
+        else:
+            for a, b in zip(arrays, seen):
+                b[...] = a
+
+    def edited(self) -> bool:
+        """Whether ``x``, ``v``, ``q`` or ``omega`` changed since the forces were last
+        evaluated (False when that is not known: a state assembled by hand)."""
+        seen = self._seen
+        if seen is None:
+            return False
+        xp = rotations.array_module(self.x)
+        for a, b in zip(self._force_inputs(), seen):
+            if a.shape != b.shape or a.dtype != b.dtype or type(a) is not type(b) or not bool(xp.array_equal(a, b)):
+                return True
+        return False
+
     def copy(self) -> "State":
         """An independent copy (same backend), including the clock."""
         xp = rotations.array_module(self.x)
@@ -115,4 +186,5 @@ class State:
         new.broken[...] = self.broken
         new.released[...] = self.released
         new.time, new.step, new.forces_valid, new.clock = self.time, self.step, self.forces_valid, self.clock
+        new._seen = None if self._seen is None else tuple(a.copy() for a in self._seen)
         return new

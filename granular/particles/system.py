@@ -168,6 +168,7 @@ def restore_state(model, state, arrays) -> None:
     state.time = float(clock[0])
     state.step = int(counters[0])
     state.forces_valid = bool(counters[1])
+    state.remember_forces()
     state.clock = None
     if len(clock) >= 3 and len(counters) >= 3 and clock[2] > 0:
         state.clock = (float(clock[1]), int(counters[2]), float(clock[2]), (state.time, state.step))

@@ -57,6 +57,23 @@ MAX_BLOCK = 256
 SAFETY = 1.5
 
 
+def check_state(model, state) -> None:
+    """``ValueError`` naming the first array of ``state`` whose backend, shape or dtype
+    is not the model's (a state of another model, or an array replaced by hand)."""
+    xp, n = model.backend.xp, model.n
+    for name, width in (("x", 3), ("v", 3), ("q", 4), ("omega", 3), ("F", 3), ("RM", 3)):
+        a = getattr(state, name)
+        if not isinstance(a, xp.ndarray):
+            raise ValueError(f"state.{name}: is a {type(a).__module__}.{type(a).__name__}; the model's backend "
+                             f"({model.backend.name}) needs {xp.__name__}.ndarray (make the state with model.state())")  # fmt: skip
+        if name == "x" and a.shape[0] != n:
+            raise ValueError(f"state: has {a.shape[0]} particles, the model {n}")
+        if a.shape != (n, width):
+            raise ValueError(f"state.{name}: has shape {a.shape}; the model needs ({n}, {width})")
+        if np.dtype(a.dtype) != model.dtype:
+            raise ValueError(f"state: dtype {a.dtype} (state.{name}) differs from the model's {model.dtype}")
+
+
 class ParticleEngine:
     """Runs the step kernels of one ``(model, state)`` pair; see the module docstring.
 
@@ -66,10 +83,7 @@ class ParticleEngine:
     """
 
     def __init__(self, model, state, graphs=True, max_block=MAX_BLOCK):
-        if state.n != model.n:
-            raise ValueError(f"state: has {state.n} particles, the model {model.n}")
-        if np.dtype(state.x.dtype) != model.dtype:
-            raise ValueError(f"state: dtype {state.x.dtype} differs from the model's {model.dtype}")
+        check_state(model, state)
         self.model, self.state = model, state
         model.bind_springs(state)
         self.graphs = bool(graphs)
@@ -123,6 +137,8 @@ class ParticleEngine:
         regrew; forget the displacement budget if the list was rebuilt elsewhere."""
         self.model.bind_springs(self.state)
         arrays = self._arrays()
+        if any(a is not b for a, b in zip(arrays, self._bound)):
+            check_state(self.model, self.state)
         if any(a is not b for a, b in zip(arrays, self._bound)) or self._nl("generation") != self._generation:
             self.program.rebind(self._bundles())
             self._bound = arrays
@@ -136,9 +152,14 @@ class ParticleEngine:
     def prepare(self) -> None:
         """Evaluate the forces at the current configuration if they are not current
         (bonds past their thresholds break here)."""
-        self._check_binding()
-        self.program.wait_for_host_work()
         st = self.state
+        self._check_binding()
+        if st.forces_valid and st.edited():  # changed by hand since the forces were evaluated
+            st.forces_valid = False
+            if self.neighbors is not None:
+                self.neighbors.invalidate()
+            self._d2 = None
+        self.program.wait_for_host_work()
         if st.forces_valid:
             return
         if self.neighbors is not None and not self.neighbors.valid:
@@ -151,6 +172,7 @@ class ParticleEngine:
         self.program.tail()
         rep = self.program.read_report()
         st.forces_valid = True
+        st.remember_forces()
         self._d2 = rep[REPORT_DISPLACEMENT2]
         self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
 
@@ -186,6 +208,7 @@ class ParticleEngine:
                 self.safety = max(SAFETY, 0.95 * self.safety)
                 self._commit(count, h)
             left -= count
+        self.state.remember_forces()
 
     def step(self, scheme: int, h) -> None:
         """One checked step (see the module docstring); raises on failure with the state
@@ -209,6 +232,7 @@ class ParticleEngine:
         self._d2 = rep[REPORT_DISPLACEMENT2]
         self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
         self._commit(1, h)
+        self.state.remember_forces()
 
     def _measure(self) -> None:
         """Displacement since the last build and speed of the current state."""

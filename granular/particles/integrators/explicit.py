@@ -85,7 +85,27 @@ class ExplicitIntegrator:
         self.engine(model, state).prepare()
 
     def step(self, model, state, h) -> None:
-        """Advance ``state`` by one step of size ``h`` (see the module docstring)."""
+        """Advance ``state`` in place by one checked step of the map.
+
+        Parameters
+        ----------
+        model : Model
+            The model ``state`` belongs to (same backend, particle count and dtype).
+        state : State
+            Advanced in place; edited arrays are seen (forces are evaluated again).
+        h : float
+            Step size [T], a finite number > 0.
+
+        Raises
+        ------
+        StepSizeError
+            The incremental rotation of a particle is outside the map's domain
+            (``|Δα| < 2``); the state is as it was before the step.
+        NonFiniteError
+            A NaN or infinity appeared; the state is as it was before the step.
+        ValueError
+            ``h`` is not a positive number, or ``state`` does not fit ``model``.
+        """
         hh = model.dtype.type(check_step(h))
         self.engine(model, state).step(self.code, hh)
 
@@ -98,7 +118,8 @@ class ExplicitIntegrator:
             self.engine(model, state).advance(self.code, hh, n)
 
     def run(self, model, state, h, steps, callback=None, every: int = 1) -> None:
-        """Take ``steps`` steps; ``callback(state)`` after every ``every``-th step."""
+        """Take ``steps`` steps (a whole number >= 0) of size ``h``; ``callback(state)``
+        after every ``every``-th step. For runs with output, see :class:`~granular.Simulation`."""
         n = _check_steps(steps)
         every = max(1, _check_steps(every))
         if callback is None:
