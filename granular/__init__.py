@@ -17,19 +17,27 @@ Quick start (a spinning top on a pendulum; runs as written)::
 """
 
 from . import _compat, rotations
+from ._version import __version__
 from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.model import Model, ModelBuilder
 from .particles.state import State
 
-__version__ = "0.1.0"
-
 _compat.install()  # old module paths (moved in 0.2) keep working, with a DeprecationWarning
 
 
-def __getattr__(name):  # granular.model, granular.integrators, ...: moved in 0.2
-    return _compat.package_getattr(__name__, name)
+#: Names of the run layer, imported on first use: ``import granular`` stays light (no
+#: pydantic, SciPy or the scene schema until a run needs them).
+RUN_NAMES = ("Simulation", "load_state", "save_state")
+
+
+def __getattr__(name):
+    if name in RUN_NAMES:
+        from .run import simulation
+
+        return getattr(simulation, name)
+    return _compat.package_getattr(__name__, name)  # granular.model, granular.integrators, ...: moved in 0.2
 
 
 __all__ = [
@@ -43,8 +51,11 @@ __all__ = [
     "State",
     "StepSizeError",
     "__version__",
+    "Simulation",
     "diagnostics",
     "get_backend",
+    "load_state",
     "rotations",
+    "save_state",
     "shapes",
 ]

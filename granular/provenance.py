@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import platform
 
-from . import __version__
+from ._version import __version__
 
 LIBRARIES = ("numpy", "numba", "numba_cuda", "cupy", "meshio", "scipy", "matplotlib")
 

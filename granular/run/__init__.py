@@ -11,8 +11,8 @@
 """
 
 from .runner import AtStep, Callback, Periodic, Runner, System, Trigger
-from .simulation import Simulation, run_sampled
+from .simulation import Simulation, load_state, run_sampled, save_state
 from .writers import Checkpoints, Frames, Record, Series, folder_writers
 
 __all__ = ["AtStep", "Callback", "Checkpoints", "Frames", "Periodic", "Record", "Runner", "Series", "Simulation",
-           "System", "Trigger", "folder_writers", "run_sampled"]  # fmt: skip
+           "System", "Trigger", "folder_writers", "load_state", "run_sampled", "save_state"]  # fmt: skip

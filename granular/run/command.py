@@ -180,10 +180,10 @@ def _run(scene, args) -> int:
     model, state, run, estimate = _particles(scene, args)
     if arrays is not None:
         _restore(lambda a: restore_state(model, state, a), model.backend.name, arrays, meta)
-    sim = Simulation(model, run, out, scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
-                     graphs=run.graphs and not getattr(args, "eager", False))  # fmt: skip
+    sim = Simulation(model, state, out, run, scene=scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
+                     graphs=run.graphs and not getattr(args, "eager", False), allow_unstable_step=True,
+                     overwrite=bool(to_clear), resume=arrays is not None)  # fmt: skip
     sim.preflight(total, state.step)
-    clear(to_clear)
     if not quiet and not log_json:
         unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""
         print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds on {model.backend.name}; "

@@ -12,16 +12,30 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
 import sys
 
+import numpy as np
+from pydantic import ValidationError
+
+from .._version import __version__
+from ..checks import field_path, schema_message
+from ..errors import StepSizeError
+from ..io import load_checkpoint, save_checkpoint
 from ..particles.integrators import ExplicitIntegrator
-from ..particles.system import SMALL_SYSTEM, ParticleSystem
+from ..particles.integrators.engine import check_state
+from ..particles.stability import estimate_stable_step
+from ..particles.system import SMALL_SYSTEM, ParticleSystem, restore_state, state_arrays
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
+from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir
 from .progress import Progress
 from .runner import Callback, Periodic, Runner
-from .writers import cadences, folder_writers
+from .scene import RunTable
+from .writers import cadences, checkpoint_path, folder_writers
 
-__all__ = ["BodyRun", "Simulation", "run_sampled"]
+__all__ = ["BodyRun", "Simulation", "load_state", "run_sampled", "save_state"]
 
 
 def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=None):
@@ -44,27 +58,157 @@ def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=
     Runner(system, h, writers, progress, handle_signals=False).run(end)
 
 
+#: ``[run]`` keys a :class:`Simulation` takes (the rest of the table: ``duration`` and
+#: ``steps`` are what :meth:`Simulation.run` does without arguments; ``backend`` and
+#: ``precision`` are the model's).
+SIMULATION_KEYS = ("integrator", "dt", "output_every", "series_every", "checkpoint_every", "allow_unstable_step",
+                   "energy_tolerance", "graphs")  # fmt: skip
+
+
+def _run_table(run, given) -> RunTable:
+    """``run`` (a :class:`~granular.run.scene.RunTable`, a dict of ``[run]`` keys or None)
+    with the keyword arguments ``given`` (None: not given) put over it, validated as a
+    scene's ``[run]`` table: ``ValueError`` naming the field."""
+    if run is None:
+        table = {}
+    elif isinstance(run, RunTable):
+        table = run.model_dump()
+    elif isinstance(run, dict):
+        table = dict(run)
+    else:
+        raise ValueError(f"run: a dict of [run] keys or a RunTable, got {type(run).__name__}")
+    table.update({k: v for k, v in given.items() if v is not None})
+    if "dt" not in table:
+        raise ValueError("dt: the step size is required (Simulation(model, state, out, dt=...))")
+    if table.get("duration") is None and table.get("steps") is None:
+        table["steps"] = 1  # not used here: run(steps=...) or run(until=...) says how far
+    try:
+        return RunTable.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = field_path(err["loc"]) or "run"
+        raise ValueError(f"{where}: {schema_message(err, 'the [run] table')}") from None
+
+
 class Simulation:
-    """Runs a model from a state to ``total_steps`` and writes the output directory.
+    """A particle model and its state run into an output folder: ``granular run`` from Python.
 
-    ``run``: the scene's ``[run]`` table (``dt``, ``integrator``, cadences,
-    ``energy_tolerance``); ``stable_step``: the setup's
-    :class:`~granular.particles.stability.StepEstimate`. After :meth:`execute`, ``info`` holds what
-    ``run.json`` holds."""
+    Parameters
+    ----------
+    model : Model
+        The finalized model.
+    state : State
+        A state of ``model`` (``model.state()``, or one loaded with
+        :func:`~granular.load_state`); advanced in place.
+    out : str or os.PathLike
+        The run folder (``frames.pvd``, ``series.csv``, ``checkpoints/``, ``run.json``,
+        ``plots/``; ``docs/scenes.md``). A folder holding a finished run is refused unless
+        ``overwrite``; ``resume=True`` writes on into a run that is there.
+    run : dict or RunTable, optional
+        Keys of a scene's ``[run]`` table (``dt``, ``integrator``, ``output_every``,
+        ``series_every``, ``checkpoint_every``, ``duration`` or ``steps``, ...); the
+        keyword arguments below are put over it. Checked as a scene's ``[run]`` is: a
+        bad value raises ``ValueError`` naming the field.
+    dt : float
+        Step size [T] (required here or in ``run``); above the stable-step estimate
+        (:func:`~granular.particles.stability.estimate_stable_step`) it is refused unless
+        ``allow_unstable_step``.
+    integrator : {"verlet", "exact", "campello"}
+        The explicit map: (25), (23) or (27) of paper 003.
+    output_every, series_every, checkpoint_every : float, optional
+        Time between frames, series rows and checkpoints [T]. Default: a frame at the
+        start and end of each :meth:`run`, rows with the frames, a checkpoint at the end.
+    overwrite, resume : bool
+        Replace a run in ``out``; write on into it (the state should be the one of its
+        checkpoint: :meth:`resume`).
+    quiet, log_json : bool
+        Progress: a bar on stderr unless ``quiet``; JSON-line events on stdout with
+        ``log_json`` (the CLI's ``--quiet --log-json``).
 
-    def __init__(self, model, run, out_dir, scene_dict=None, quiet=False, log_json=False, stable_step=None,
-                 graphs=None):  # fmt: skip
-        self.model = model
-        self.run_table = run
-        self.out_dir = out_dir
-        self.scene_dict = scene_dict or {}
-        graphs = getattr(run, "graphs", True) if graphs is None else graphs
-        self.integrator = ExplicitIntegrator(run.integrator, graphs=graphs)
-        self.quiet, self.log_json = quiet, log_json
+    Examples
+    --------
+    >>> import granular as gr, tempfile
+    >>> b = gr.ModelBuilder()
+    >>> _ = b.add_particle(x=[0, 0, 1], radius=0.5)
+    >>> b.set_gravity([0, 0, -1]); _ = b.add_wall([0, 0, 1], 0.0, k=1e3)
+    >>> model = b.finalize("cpu")
+    >>> sim = gr.Simulation(model, model.state(), tempfile.mkdtemp(), dt=1e-3, overwrite=True)
+    >>> sim.run(steps=100)["steps"]            # relative: 100 steps from here
+    100
+    >>> round(sim.run(until=0.25)["time"], 12)   # absolute: up to t = 0.25
+    0.25
+    """
+
+    def __init__(self, model, state, out, run=None, *, dt=None, integrator=None, output_every=None,
+                 series_every=None, checkpoint_every=None, energy_tolerance=None, allow_unstable_step=None,
+                 graphs=None, overwrite=False, resume=False, quiet=True, log_json=False, scene=None,
+                 stable_step=None):  # fmt: skip
+        given = dict(dt=dt, integrator=integrator, output_every=output_every, series_every=series_every,
+                     checkpoint_every=checkpoint_every, energy_tolerance=energy_tolerance,
+                     allow_unstable_step=allow_unstable_step, graphs=graphs)  # fmt: skip
+        self.run_table = _run_table(run, given)
+        check_state(model, state)
+        if overwrite and resume:
+            raise ValueError("overwrite and resume: give one of them (resume writes on into the run in out, "
+                             "overwrite replaces it)")  # fmt: skip
+        self.model, self.state = model, state
+        self.out_dir = os.fspath(out)
+        self.scene_dict = scene or {}
+        self.integrator = ExplicitIntegrator(self.run_table.integrator, graphs=self.run_table.graphs)
+        self.quiet, self.log_json = bool(quiet), bool(log_json)
+        self.energy_tolerance = self.run_table.energy_tolerance
+        if stable_step is None:
+            stable_step = estimate_stable_step(model, state, self.run_table.integrator)
         self.stable_step = stable_step
-        self.energy_tolerance = getattr(run, "energy_tolerance", None)
+        dt = self.run_table.dt
+        if dt > stable_step.h_max and not self.run_table.allow_unstable_step:
+            raise StepSizeError(f"dt = {dt:g} is above the stable-step estimate {stable_step.describe()}. The "
+                                f"explicit maps are stable for h ω < 2 only: reduce dt (below "
+                                f"{stable_step.h_max:.3g}), or give allow_unstable_step=True")  # fmt: skip
+        if resume:
+            why = resume_dir_problem(self.out_dir)
+            if why:
+                raise ValueError(f"resume: {why}")
+            self._to_clear = []
+        else:
+            try:
+                self._to_clear = plan_out_dir(self.out_dir, overwrite=overwrite)
+            except OutDirError as exc:
+                text = str(exc).replace("--out ", "out: ").replace("give --overwrite", "give overwrite=True")
+                raise ValueError(text.replace("or --resume ", "or Simulation.resume(model, ...) with ")) from None
+        self._written = bool(resume)  # whether out holds this run's folder (then runs append)
         self.info = None
         self.runner = None
+
+    @classmethod
+    def resume(cls, model, checkpoint, out=None, **kwargs) -> "Simulation":
+        """The run whose checkpoint is ``checkpoint`` (a path to ``checkpoint.npz``, or its
+        run folder), continued: the checkpoint restored into a new state of ``model``
+        (bit for bit on the same backend), ``dt`` and ``integrator`` from the checkpoint
+        unless given, writing on into the run folder (``out``: default the checkpoint's)."""
+        path = os.fspath(checkpoint)
+        if os.path.isdir(path):
+            path = checkpoint_path(path)
+        state, meta = load_state(path, model, with_meta=True)
+        kwargs.setdefault("dt", meta.get("dt"))
+        kwargs.setdefault("integrator", meta.get("integrator"))
+        kwargs.setdefault("scene", meta.get("scene") or None)
+        out = resume_out_dir(path) if out is None else out
+        sim = cls(model, state, out, resume=True, **kwargs)
+        sim._health_start = meta.get("health")
+        return sim
+
+    _health_start = None
+
+    @property
+    def dt(self) -> float:
+        """The step size [T]."""
+        return self.run_table.dt
+
+    @property
+    def checkpoint(self) -> str:
+        """Where the run keeps its checkpoint (``out/checkpoints/checkpoint.npz``)."""
+        return checkpoint_path(self.out_dir)
 
     def cadences(self, total_steps) -> tuple[int, int, int]:
         """Steps between frames, series rows and checkpoints (0: none)."""
@@ -80,21 +224,90 @@ class Simulation:
         check_disk(self.out_dir, run_output_bytes(self.model.n, self.model.n_bonds, frames, rows, columns),
                    f"the run ({frames} frames of {self.model.n:,} particles)")  # fmt: skip
 
+    def end_step(self, steps=None, until=None) -> int:
+        """The step at which :meth:`run` with these arguments stops (see there)."""
+        if steps is not None and until is not None:
+            raise ValueError("run: give steps (how many from here) or until (the time to reach), not both")
+        st, dt = self.state, self.run_table.dt
+        if steps is None and until is None:
+            table = self.run_table
+            if table.duration is None and table.steps == 1 and "steps" not in table.model_fields_set:
+                raise ValueError("run: give steps (how many from here) or until (the time to reach)")
+            steps = table.steps if table.steps is not None else None
+            until = table.duration if steps is None else None
+        if steps is not None:
+            if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral) or steps < 1:
+                raise ValueError(f"steps: must be a whole number >= 1, got {steps!r}")
+            return st.step + int(steps)
+        if isinstance(until, (bool, np.bool_)) or not isinstance(until, numbers.Real) or not math.isfinite(until):
+            raise ValueError(f"until: must be a finite time, got {until!r}")
+        k = (float(until) - st.time) / dt
+        n = round(k)
+        if abs(k - n) > 1e-9 * max(1.0, abs(k)):
+            n = math.ceil(k)  # the first step at or after until
+        if n < 1:
+            raise ValueError(f"until: t = {until!r} is not after the state's time {st.time!r} by a step "
+                             f"(dt = {dt:g}); give a later time")  # fmt: skip
+        return st.step + int(n)
+
+    def run(self, steps=None, until=None) -> dict:
+        """Advance by ``steps`` steps (relative to the state's step) or up to the time
+        ``until`` (absolute: the first step at or after it), writing the folder; with
+        neither, the ``duration`` or ``steps`` of the ``run`` table. Returns the
+        ``run.json`` dict. A failed step or health check raises its
+        :class:`~granular.errors.IntegrationError` after the last state that passed was
+        put back and written as the checkpoint. Later calls write on into the folder."""
+        total = self.end_step(steps, until)
+        return self.execute(self.state, total, resumed=self._written, health_start=self._health_start)
+
     def execute(self, state, total_steps: int, resumed: bool = False, health_start=None) -> dict:
-        """Advance ``state`` to step ``total_steps`` writing the output directory;
-        ``health_start``: a resumed run's checkpoint ``meta["health"]``. Returns the
-        ``run.json`` dict; raises the step's :class:`~granular.errors.IntegrationError`
-        (or :class:`~granular.errors.HealthError`) after writing the last state that
-        passed the health check as the checkpoint."""
+        """Advance ``state`` to the absolute step ``total_steps`` writing the output
+        directory (what :meth:`run` does; ``resumed``: write on into the folder;
+        ``health_start``: a resumed run's checkpoint ``meta["health"]``). Returns the
+        ``run.json`` dict."""
+        if total_steps <= state.step:
+            raise ValueError(f"total_steps: {total_steps} is not after the state's step {state.step}")
+        self.preflight(total_steps, state.step)
+        if not resumed:
+            clear(self._to_clear)
+            self._to_clear = []
         system = ParticleSystem(self.model, state, self.integrator, self.energy_tolerance, health_start,
                                 self.stable_step)  # fmt: skip
         writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict)
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
+        self._written = True
         try:
             self.runner.run(total_steps, resumed)
         finally:
             self.info = writers[-1].info
+            if system.health is not None:
+                self._health_start = system.health.start_values()
         return self.info
+
+
+def save_state(path, model, state, **meta) -> str:
+    """Write ``state`` (every array, the clock and, with the dissipative law, the contact
+    springs) to the checkpoint file ``path`` (``.npz``, written atomically); ``meta``:
+    more JSON-able entries to store. :func:`load_state` puts it back bit for bit."""
+    info = {"version": __version__, "backend": model.backend.name, "n": model.n, "dtype": str(model.dtype),
+            "step": state.step, "time": state.time}  # fmt: skip
+    info.update(meta)
+    path = os.fspath(path)
+    save_checkpoint(path, state_arrays(model, state), info)
+    return path
+
+
+def load_state(path, model, state=None, with_meta=False):
+    """The checkpoint ``path`` (of :func:`save_state` or of a run folder) restored into
+    ``state`` (default: a new ``model.state()``); returns the state, and the checkpoint's
+    metadata with ``with_meta``. ``ValueError`` when the checkpoint does not fit the
+    model (particles, bonds, dtype, contact law). Bit for bit on the backend that wrote
+    it; on another backend the arrays are the same, the next steps may differ in the
+    last bits."""
+    arrays, meta = load_checkpoint(os.fspath(path))
+    state = model.state() if state is None else state
+    restore_state(model, state, arrays)
+    return (state, meta) if with_meta else state
 
 
 class BodyRun:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 
-from .. import __version__
+from .._version import __version__
 from ..io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint
 from ..io._atomic import atomic_write_bytes
 from ..io.vtk import FrameQueue
