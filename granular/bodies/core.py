@@ -345,6 +345,11 @@ def register(name: str, module: str, cls: str) -> None:
     REGISTRY[str(name)] = (module, cls)
 
 
+def schemes() -> list[str]:
+    """The registered scheme names, sorted (``"livens eml"``, ``"ulvc rk4"``, ...)."""
+    return sorted(REGISTRY)
+
+
 def scheme_class(name: str):
     """The :class:`Scheme` subclass registered as ``name``; ``ValueError`` listing the
     names otherwise."""

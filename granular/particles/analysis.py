@@ -1,0 +1,224 @@
+"""Forces by interaction and the list of active contacts, for analysis (force chains,
+contact networks, checks of a law); host arrays, evaluated on demand, not every step.
+
+:func:`forces_by_family` splits ``state.F`` and ``state.RM`` into the families of the
+model (gravity, pendulum, bonds, contacts, walls) with the same kernels the step uses.
+:func:`contact_list` gives every touching particle pair and particle-wall contact with
+its overlap, normal, contact point and the force and moments of the contact law
+(``kernels/laws.py``: :func:`~kernels.laws.hertz_contact` for the conservative law (56)-(57)
+of paper 003, :func:`~kernels.laws.granular_contact` for the dissipative law of
+``docs/contacts.md``), evaluated at the state as it stands: springs as stored, dashpots
+at the state's velocities. For every particle the contact list's forces and moments add
+up to the ``contacts`` and ``walls`` families of :func:`forces_by_family`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from kernels import laws
+
+__all__ = ["ContactList", "contact_list", "forces_by_family"]
+
+
+def _configuration(model, state):
+    xp = model.backend.xp
+    return SimpleNamespace(x=state.x, v=state.v, q=state.q, omega=state.omega, F=xp.zeros_like(state.F),
+                           RM=xp.zeros_like(state.RM), broken=state.broken, released=state.released,
+                           wall_springs=state.wall_springs, dissipated=state.dissipated)  # fmt: skip
+
+
+def forces_by_family(model, state) -> dict:
+    """Force and spatial moment of each interaction family at ``state``.
+
+    Returns
+    -------
+    dict
+        ``{kind: (F, RM)}`` for each family of the model, in the order of
+        ``model.forces`` (``"gravity"``, ``"pendulum"``, ``"bonds"``, ``"contacts"``,
+        ``"walls"``): host float64 arrays (N, 3), force [M L/T²] and spatial moment
+        [M L²/T²] on each particle. Their sum is the total the step uses (``state.F``,
+        ``state.RM`` after a step; with the dissipative law the step's dashpots see
+        predicted velocities, these the state's own).
+    """
+    be = model.backend
+    model.bind_springs(state)
+    out = {}
+    for family in model.forces:
+        cfg = _configuration(model, state)
+        family.accumulate(model, cfg)
+        out[family.kind] = (np.asarray(be.to_host(cfg.F), dtype=np.float64),
+                            np.asarray(be.to_host(cfg.RM), dtype=np.float64))  # fmt: skip
+    return out
+
+
+@dataclass
+class ContactList:
+    """Active contacts: ``C`` rows, each a particle pair or a particle and a wall.
+
+    Attributes
+    ----------
+    pairs : ndarray, (C, 2) int64
+        ``(i, j)`` with ``i < j`` for a particle pair; ``(i, w)`` for particle ``i`` on
+        wall ``w`` (then ``wall`` is True).
+    wall : ndarray, (C,) bool
+        Whether the row is a wall contact.
+    overlap : ndarray, (C,)
+        ``δ = r_i + r_j - |x_i - x_j|`` (wall: ``r_i - (n·x_i - c)``) [L].
+    normal : ndarray, (C, 3)
+        Unit normal from ``j`` (or the wall) towards ``i``.
+    point : ndarray, (C, 3)
+        Contact point: the middle of the overlap on the line of centres (wall: the
+        centre's projection on the plane) [L].
+    force_normal, force_tangential : ndarray, (C, 3)
+        Normal and tangential parts of the force on ``i`` [M L/T²]; ``j`` gets minus
+        their sum. Tangential forces come only with the dissipative law.
+    moment_i, moment_j : ndarray, (C, 3)
+        Spatial moment on ``i`` and on ``j`` [M L²/T²] (zero for the frictionless law;
+        ``moment_j`` is zero for walls).
+    """
+
+    pairs: np.ndarray
+    wall: np.ndarray
+    overlap: np.ndarray
+    normal: np.ndarray
+    point: np.ndarray
+    force_normal: np.ndarray
+    force_tangential: np.ndarray
+    moment_i: np.ndarray
+    moment_j: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def force(self) -> np.ndarray:
+        """Total contact force on ``i`` (C, 3)."""
+        return self.force_normal + self.force_tangential
+
+    def per_particle(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Force and moment on each of ``n`` particles summed over the contacts (N, 3) each."""
+        F, M = np.zeros((n, 3)), np.zeros((n, 3))
+        i, j, pp = self.pairs[:, 0], self.pairs[:, 1], ~self.wall
+        np.add.at(F, i, self.force)
+        np.add.at(F, j[pp], -self.force[pp])
+        np.add.at(M, i, self.moment_i)
+        np.add.at(M, j[pp], self.moment_j[pp])
+        return F, M
+
+
+def _touching_pairs(model, x, r):
+    """Particle pairs ``i < j`` that overlap, less the bonded ones the contacts leave out."""
+    if len(x) < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray").astype(np.int64)
+    if not len(pairs):
+        return pairs.reshape(0, 2)
+    pairs.sort(axis=1)
+    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    pairs = pairs[d < r[pairs[:, 0]] + r[pairs[:, 1]]]
+    contacts = model.force("contacts")
+    if contacts.skip_bonded and model.bonds is not None:
+        a, b = model.bonds.host["a"], model.bonds.host["b"]
+        bonded = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
+        pairs = pairs[[(int(i), int(j)) not in bonded for i, j in pairs]].reshape(-1, 2)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def contact_list(model, state) -> ContactList:
+    """Every active contact of ``state`` with its geometry, force and moments
+    (:class:`ContactList`), evaluated as :mod:`granular.particles.analysis` describes. Empty
+    when the model has no contacts."""
+    be = model.backend
+    x = np.asarray(be.to_host(state.x), dtype=np.float64)
+    r = np.asarray(be.to_host(model.radius), dtype=np.float64)
+    rows = []
+    if model.force("contacts") is not None:
+        rows += _particle_rows(model, state, x, r)
+    walls = model.force("walls")
+    if walls is not None:
+        rows += _wall_rows(model, state, x, r, walls)
+    if not rows:
+        z = np.zeros((0, 3))
+        return ContactList(np.zeros((0, 2), np.int64), np.zeros(0, bool), np.zeros(0), z, z, z, z, z, z)
+    cols = list(zip(*rows))
+    pairs = np.array(cols[0], dtype=np.int64).reshape(-1, 2)
+    wall = np.array(cols[1], dtype=bool)
+    overlap = np.array(cols[2], dtype=np.float64)
+    normal, point, force, mi, mj = (np.array(c, dtype=np.float64).reshape(-1, 3) for c in cols[3:])
+    fn = (force * normal).sum(axis=1, keepdims=True) * normal
+    return ContactList(pairs, wall, overlap, normal, point, fn, force - fn, mi, mj)
+
+
+def _law_rows(model, state):
+    """What the dissipative law needs on the host: velocities, masses, materials, springs."""
+    be = model.backend
+    law = model.law
+    model.bind_springs(state)
+    found, springs = model.force("contacts").neighbors.springs()
+    stored = {(int(i), int(j)): s for (i, j), s in zip(found, springs)}
+    return SimpleNamespace(v=np.asarray(be.to_host(state.v), np.float64), w=np.asarray(be.to_host(state.omega), np.float64),
+                           m=np.asarray(be.to_host(model.mass), np.float64), mat=law.mat_host,
+                           wall_mat=law.wall_mat_host, pair=law.pair_host, nmat=len(law.materials), stored=stored,
+                           whist=np.asarray(be.to_host(state.wall_springs), np.float64))  # fmt: skip
+
+
+def _params(h, row):
+    p = h.pair[row]
+    return (p[laws.PAIR_ESTAR], p[laws.PAIR_GSTAR], p[laws.PAIR_ALPHA], p[laws.PAIR_MU], p[laws.PAIR_MU_ROLL],
+            p[laws.PAIR_MU_TWIST])  # fmt: skip
+
+
+def _particle_rows(model, state, x, r) -> list:
+    T = np.float64
+    zero = (0.0, 0.0, 0.0)
+    kpp = model.force("contacts").kpp
+    h = _law_rows(model, state) if model.law is not None else None
+    rows = []
+    for i, j in _touching_pairs(model, x, r):
+        d = x[i] - x[j]
+        dist = float(np.sqrt(d @ d))
+        reach = r[i] + r[j]
+        delta = reach - dist
+        n = d / dist
+        point = x[j] + (r[j] - 0.5 * delta) * n
+        if h is None:
+            f, _ = laws.hertz_contact(T, dist, reach, kpp)
+            rows.append(((i, j), False, delta, n, point, f * n, zero, zero))
+            continue
+        geometry = (n[0], n[1], n[2], delta, r[i] - 0.5 * delta, r[j] - 0.5 * delta, r[i] * r[j] / reach,
+                    h.m[i] * h.m[j] / (h.m[i] + h.m[j]))  # fmt: skip
+        velocities = (*(h.v[i] - h.v[j]), *h.w[i], *h.w[j])
+        springs = tuple(h.stored.get((int(i), int(j)), np.zeros(8)))
+        out = laws.granular_contact(T, geometry, velocities, velocities,
+                                    _params(h, h.mat[i] * h.nmat + h.mat[j]), springs, T(0.0))  # fmt: skip
+        rows.append(((i, j), False, delta, n, point, out[0:3], out[3:6], out[6:9]))
+    return rows
+
+
+def _wall_rows(model, state, x, r, walls) -> list:
+    T = np.float64
+    zero = (0.0, 0.0, 0.0)
+    k = np.asarray(model.backend.to_host(walls.k), dtype=np.float64)
+    h = _law_rows(model, state) if model.law is not None else None
+    rows = []
+    for w, plane in enumerate(walls.planes_host):
+        n, c = plane[:3], plane[3]
+        s = x @ n - c
+        for i in np.flatnonzero(s < r):
+            dist = float(s[i])
+            point = x[i] - dist * n
+            if h is None:
+                f, _ = laws.hertz_contact(T, dist, r[i], k[w])
+                rows.append(((i, w), True, r[i] - dist, n, point, f * n, zero, zero))
+                continue
+            geometry = (n[0], n[1], n[2], r[i] - dist, dist, 0.0, r[i], h.m[i])
+            velocities = (*h.v[i], *h.w[i], 0.0, 0.0, 0.0)
+            out = laws.granular_contact(T, geometry, velocities, velocities,
+                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w]), tuple(h.whist[i, w]), T(0.0))  # fmt: skip
+            rows.append(((i, w), True, r[i] - dist, n, point, out[0:3], out[3:6], zero))
+    return rows
