@@ -20,6 +20,7 @@ from . import _compat, rotations
 from ._version import __version__
 from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
+from .particles.analysis import ContactList, contact_list, forces_by_family
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.model import Model, ModelBuilder
 from .particles.state import State
@@ -43,6 +44,7 @@ def __getattr__(name):
 __all__ = [
     "Backend",
     "BackendError",
+    "ContactList",
     "ExplicitIntegrator",
     "IntegrationError",
     "Model",
@@ -52,7 +54,9 @@ __all__ = [
     "StepSizeError",
     "__version__",
     "Simulation",
+    "contact_list",
     "diagnostics",
+    "forces_by_family",
     "get_backend",
     "load_state",
     "rotations",

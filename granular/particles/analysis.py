@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from kernels import laws
 
@@ -113,6 +112,8 @@ class ContactList:
 
 def _touching_pairs(model, x, r):
     """Particle pairs ``i < j`` that overlap, less the bonded ones the contacts leave out."""
+    from scipy.spatial import cKDTree  # SciPy loads when contacts are listed, not on import
+
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray").astype(np.int64)
