@@ -50,7 +50,7 @@ def test_1_run_steps_is_relative_and_until_is_absolute(tmp_path):
     assert state.step == 1500
     info = sim.run(until=1.75)
     assert state.step == 1750 and info["time"] == pytest.approx(1.75, abs=1e-12)
-    with pytest.raises(ValueError, match="until: .*not after the state's time"):
+    with pytest.raises(ValueError, match="until: .*not after the current time"):
         sim.run(until=1.0)
     with pytest.raises(ValueError, match="not both"):
         sim.run(steps=1, until=2.0)

@@ -204,3 +204,27 @@ def test_an_error_in_flight_is_not_hidden_by_a_writer_that_fails_to_close():
     with pytest.raises(OSError, match="close failed"):  # with nothing in flight, the close error is raised
         Runner(good, 1.0, [CloseOnly()], handle_signals=False).run(3)
     assert good.step_count == 3
+
+
+def test_run_steps_is_relative_until_is_absolute_and_end_is_an_absolute_step():
+    s = Toy()
+    r = Runner(s, 0.25, [], handle_signals=False)
+    r.run(steps=4)
+    assert s.k == 4
+    r.run(steps=4)  # four more, not "up to step 4"
+    assert s.k == 8
+    r.run(until=3.0)  # t = 3.0 is step 12
+    assert (s.k, s.x) == (12, 3.0)
+    r.run(until=3.1)  # the first step at or after t = 3.1
+    assert s.k == 13
+    r.run(20)
+    assert s.k == 20
+    for kwargs, match in ((dict(steps=0), "steps: must be a whole number >= 1"),
+                          (dict(steps=2.5), "steps: must be a whole number"),
+                          (dict(until=1.0), "until: t = 1.0 is not after the current time"),
+                          (dict(until=float("nan")), "until: must be a finite time"),
+                          (dict(steps=1, until=9.0), "not both"), (dict(), "give steps .* or until"),
+                          (dict(end=30, steps=1), "give one of end"), (dict(end=25.5), "end: the absolute step")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            r.run(**kwargs)
+    assert s.k == 20

@@ -33,6 +33,7 @@ health check at all.
 
 from __future__ import annotations
 
+import math
 import numbers
 import signal
 import threading
@@ -45,7 +46,30 @@ import numpy as np
 from ..errors import HealthError, IntegrationError
 from .progress import Chunker
 
-__all__ = ["AtStep", "Callback", "Periodic", "Runner", "System", "Trigger"]
+__all__ = ["AtStep", "Callback", "Periodic", "Runner", "System", "Trigger", "end_step"]
+
+
+def end_step(step: int, time: float, dt: float, steps=None, until=None) -> int:
+    """The step a run from ``(step, time)`` with steps of ``dt`` stops at: ``steps`` more
+    steps (relative; a whole number >= 1), or the first step at or after the time
+    ``until`` (absolute). Exactly one of the two; ``ValueError`` naming the argument."""
+    if (steps is None) == (until is None):
+        raise ValueError("run: give steps (how many from here) or until (the time to reach), not both"
+                         if steps is not None else "run: give steps (how many from here) or until (the time to reach)")  # fmt: skip
+    if steps is not None:
+        if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral) or steps < 1:
+            raise ValueError(f"steps: must be a whole number >= 1, got {steps!r}")
+        return int(step) + int(steps)
+    if isinstance(until, (bool, np.bool_)) or not isinstance(until, numbers.Real) or not math.isfinite(until):
+        raise ValueError(f"until: must be a finite time, got {until!r}")
+    k = (float(until) - time) / dt
+    n = round(k)
+    if abs(k - n) > 1e-9 * max(1.0, abs(k)):
+        n = math.ceil(k)  # the first step at or after until
+    if n < 1:
+        raise ValueError(f"until: t = {until!r} is not after the current time {time!r} by a step (dt = {dt:g}); "
+                         "give a later time")  # fmt: skip
+    return int(step) + int(n)
 
 
 @runtime_checkable
@@ -216,13 +240,21 @@ class Runner:
         self._kept = s.step_count
         return row
 
-    def run(self, end_step: int, resumed: bool = False) -> "Runner":
-        """Advance to step ``end_step``; raises the step's or the check's
-        :class:`~granular.errors.IntegrationError` after the writers' ``end`` hooks ran on
-        the last good state. Returns the runner (``interrupted``, ``finished``,
-        ``wall_time``, ``steps_per_s``)."""
+    def run(self, end=None, resumed: bool = False, *, steps=None, until=None) -> "Runner":
+        """Advance by ``steps`` steps (relative), up to the time ``until`` (absolute: the
+        first step at or after it), or to the absolute step ``end``: exactly one.
+        ``resumed``: the writers write on into what is there. Raises the step's or the
+        check's :class:`~granular.errors.IntegrationError` after the writers' ``end``
+        hooks ran on the last good state. Returns the runner (``interrupted``,
+        ``finished``, ``wall_time``, ``steps_per_s``)."""
         s = self.system
-        self.end_step = int(end_step)
+        if end is None:
+            end = end_step(s.step_count, s.time, self.dt, steps, until)
+        elif steps is not None or until is not None:
+            raise ValueError("run: give one of end (an absolute step), steps or until")
+        elif isinstance(end, (bool, np.bool_)) or not isinstance(end, numbers.Integral):
+            raise ValueError(f"end: the absolute step to stop at, a whole number; got {end!r}")
+        self.end_step = int(end)
         self.first_step = s.step_count
         self.stop_requested = self.interrupted = False
         self.failure = None

@@ -12,12 +12,9 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 import sys
 
-import numpy as np
 from pydantic import ValidationError
 
 from .._version import __version__
@@ -31,7 +28,7 @@ from ..particles.system import SMALL_SYSTEM, ParticleSystem, restore_state, stat
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
 from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir
 from .progress import Progress
-from .runner import Callback, Periodic, Runner
+from .runner import Callback, Periodic, Runner, end_step
 from .scene import RunTable
 from .writers import cadences, checkpoint_path, folder_writers
 
@@ -65,10 +62,11 @@ SIMULATION_KEYS = ("integrator", "dt", "output_every", "series_every", "checkpoi
                    "energy_tolerance", "graphs")  # fmt: skip
 
 
-def _run_table(run, given) -> RunTable:
+def _run_table(run, given) -> tuple[RunTable, bool]:
     """``run`` (a :class:`~granular.run.scene.RunTable`, a dict of ``[run]`` keys or None)
     with the keyword arguments ``given`` (None: not given) put over it, validated as a
-    scene's ``[run]`` table: ``ValueError`` naming the field."""
+    scene's ``[run]`` table: ``ValueError`` naming the field. Also whether the table says
+    how long to run (``duration`` or ``steps``)."""
     if run is None:
         table = {}
     elif isinstance(run, RunTable):
@@ -80,10 +78,11 @@ def _run_table(run, given) -> RunTable:
     table.update({k: v for k, v in given.items() if v is not None})
     if "dt" not in table:
         raise ValueError("dt: the step size is required (Simulation(model, state, out, dt=...))")
-    if table.get("duration") is None and table.get("steps") is None:
-        table["steps"] = 1  # not used here: run(steps=...) or run(until=...) says how far
+    length = table.get("duration") is not None or table.get("steps") is not None
+    if not length:
+        table["steps"] = 1  # not used: run(steps=...) or run(until=...) says how far
     try:
-        return RunTable.model_validate(table)
+        return RunTable.model_validate(table), length
     except ValidationError as exc:
         err = exc.errors()[0]
         where = field_path(err["loc"]) or "run"
@@ -146,7 +145,7 @@ class Simulation:
         given = dict(dt=dt, integrator=integrator, output_every=output_every, series_every=series_every,
                      checkpoint_every=checkpoint_every, energy_tolerance=energy_tolerance,
                      allow_unstable_step=allow_unstable_step, graphs=graphs)  # fmt: skip
-        self.run_table = _run_table(run, given)
+        self.run_table, self._length_given = _run_table(run, given)
         check_state(model, state)
         if overwrite and resume:
             raise ValueError("overwrite and resume: give one of them (resume writes on into the run in out, "
@@ -226,34 +225,23 @@ class Simulation:
 
     def end_step(self, steps=None, until=None) -> int:
         """The step at which :meth:`run` with these arguments stops (see there)."""
-        if steps is not None and until is not None:
-            raise ValueError("run: give steps (how many from here) or until (the time to reach), not both")
-        st, dt = self.state, self.run_table.dt
         if steps is None and until is None:
             table = self.run_table
-            if table.duration is None and table.steps == 1 and "steps" not in table.model_fields_set:
+            if not self._length_given:
                 raise ValueError("run: give steps (how many from here) or until (the time to reach)")
-            steps = table.steps if table.steps is not None else None
-            until = table.duration if steps is None else None
-        if steps is not None:
-            if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral) or steps < 1:
-                raise ValueError(f"steps: must be a whole number >= 1, got {steps!r}")
-            return st.step + int(steps)
-        if isinstance(until, (bool, np.bool_)) or not isinstance(until, numbers.Real) or not math.isfinite(until):
-            raise ValueError(f"until: must be a finite time, got {until!r}")
-        k = (float(until) - st.time) / dt
-        n = round(k)
-        if abs(k - n) > 1e-9 * max(1.0, abs(k)):
-            n = math.ceil(k)  # the first step at or after until
-        if n < 1:
-            raise ValueError(f"until: t = {until!r} is not after the state's time {st.time!r} by a step "
-                             f"(dt = {dt:g}); give a later time")  # fmt: skip
-        return st.step + int(n)
+            if table.steps is not None:  # as in a scene file: the end step, counted from step 0
+                if table.steps <= self.state.step:
+                    raise ValueError(f"run: the run table's end, step {table.steps}, is not after the state's step "
+                                     f"{self.state.step}; give steps or until")  # fmt: skip
+                return table.steps
+            until = table.duration
+        return end_step(self.state.step, self.state.time, self.run_table.dt, steps, until)
 
     def run(self, steps=None, until=None) -> dict:
         """Advance by ``steps`` steps (relative to the state's step) or up to the time
         ``until`` (absolute: the first step at or after it), writing the folder; with
-        neither, the ``duration`` or ``steps`` of the ``run`` table. Returns the
+        neither, to the end the ``run`` table gives, as a scene file does: ``duration``
+        (the end time) or ``steps`` (the end step, counted from step 0). Returns the
         ``run.json`` dict. A failed step or health check raises its
         :class:`~granular.errors.IntegrationError` after the last state that passed was
         put back and written as the checkpoint. Later calls write on into the folder."""
