@@ -40,7 +40,7 @@ Summary columns (each an (N,) array; units of the scene):
 ``q0..q3`` (final orientation, body -> spatial), ``omega_x..z`` (spatial angular velocity
 [1/T]), ``Omega_1..3`` (body angular velocity [1/T]), ``energy0`` and ``energy_error``
 (the scheme's conserved energy, see below; absolute drift ``E(t_end) - E(0)``
-[M L²/T²]) and ``energy_rel_error`` (drift / max(|E(0)|, tiny)),
+[M L²/T²]) and ``energy_rel_error`` (drift / ``max(|E(0)|, tiny)``),
 ``L_error_x..z`` and ``L_error_norm`` (spatial angular momentum drift [M L²/T]; NaN for
 the rolling ball and for the components a body does not conserve, e.g. the heavy top's
 horizontal ones; the norm is over the conserved components), ``flip_axis`` (the body axis with the largest ``|Omega(0)|``) and

@@ -103,9 +103,11 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
 
 
 def main(argv=None) -> int:
-    """``granular ensemble SCENE --n N --vary FIELD=DIST ... --seed S [--chunk C]
-    [--dask | --scheduler ADDR] [--out DIR] [--steps N | --time T]``. Returns the exit
-    status: 0 done, 1 a run failed, 2 bad input."""
+    """The command ``granular ensemble``; returns the exit status: 0 done, 1 a run
+    failed, 2 bad input.
+
+    ``granular ensemble SCENE --n N --vary FIELD=DIST ... --seed S [--chunk C]
+    [--dask | --scheduler ADDR] [--out DIR] [--steps N | --time T]``."""
 
     p = _parser()
     try:
