@@ -23,6 +23,7 @@ from .particles import diagnostics, shapes
 from .particles.analysis import ContactList, contact_list, forces_by_family
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.model import Model, ModelBuilder
+from .particles.stability import StepEstimate, estimate_stable_step
 from .particles.state import State
 
 _compat.install()  # old module paths (moved in 0.2) keep working, with a DeprecationWarning
@@ -51,11 +52,13 @@ __all__ = [
     "ModelBuilder",
     "NonFiniteError",
     "State",
+    "StepEstimate",
     "StepSizeError",
     "__version__",
     "Simulation",
     "contact_list",
     "diagnostics",
+    "estimate_stable_step",
     "forces_by_family",
     "get_backend",
     "load_state",

@@ -160,6 +160,8 @@ def random_packing(count, box, radius=0.5, seed=0, max_attempts=200):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from granular.particles.shapes import random_packing
     >>> x, r = random_packing(50, [[0, 0, 0], [6, 6, 6]], radius=0.5, seed=1)
     >>> x.shape, bool((np.linalg.norm(x[:, None] - x[None], axis=2) + 2 * np.eye(50) >= 1.0).all())
     ((50, 3), True)

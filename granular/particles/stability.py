@@ -68,7 +68,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
 
@@ -170,6 +169,8 @@ def _pairs_touching(x, radius, exclude):
     """``(i, j, n_ij)`` of the pairs within ``(r_i + r_j)(1 + TOUCH_TOLERANCE)`` at the start."""
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
+    from scipy.spatial import cKDTree  # SciPy loads when a step is estimated, not on import
+
     pairs = cKDTree(x).query_pairs(2.0 * float(radius.max()) * (1 + TOUCH_TOLERANCE), output_type="ndarray")
     if not len(pairs):
         return pairs.reshape(0, 2)

@@ -152,7 +152,10 @@ class Simulation:
                              "overwrite replaces it)")  # fmt: skip
         self.model, self.state = model, state
         self.out_dir = os.fspath(out)
-        self.scene_dict = scene or {}
+        # stored in run.json and the checkpoints; a script's run stores its [run] table,
+        # from which resume() takes the cadences
+        self.scene_dict = scene or {"run": self.run_table.model_dump(
+            mode="json", exclude=None if self._length_given else {"steps"})}  # fmt: skip
         self.integrator = ExplicitIntegrator(self.run_table.integrator, graphs=self.run_table.graphs)
         self.quiet, self.log_json = bool(quiet), bool(log_json)
         self.energy_tolerance = self.run_table.energy_tolerance
@@ -183,15 +186,19 @@ class Simulation:
     def resume(cls, model, checkpoint, out=None, **kwargs) -> "Simulation":
         """The run whose checkpoint is ``checkpoint`` (a path to ``checkpoint.npz``, or its
         run folder), continued: the checkpoint restored into a new state of ``model``
-        (bit for bit on the same backend), ``dt`` and ``integrator`` from the checkpoint
-        unless given, writing on into the run folder (``out``: default the checkpoint's)."""
+        (bit for bit on the same backend), with the run's ``[run]`` table (step, map,
+        cadences) unless ``run`` or keywords say otherwise, writing on into the run folder
+        (``out``: default the checkpoint's)."""
         path = os.fspath(checkpoint)
         if os.path.isdir(path):
             path = checkpoint_path(path)
         state, meta = load_state(path, model, with_meta=True)
-        kwargs.setdefault("dt", meta.get("dt"))
-        kwargs.setdefault("integrator", meta.get("integrator"))
-        kwargs.setdefault("scene", meta.get("scene") or None)
+        scene = meta.get("scene") or {}
+        if kwargs.get("run") is None:
+            kwargs["run"] = dict(scene.get("run") or {})
+            kwargs["run"].setdefault("dt", meta.get("dt"))
+            kwargs["run"].setdefault("integrator", meta.get("integrator"))
+        kwargs.setdefault("scene", scene or None)
         out = resume_out_dir(path) if out is None else out
         sim = cls(model, state, out, resume=True, **kwargs)
         sim._health_start = meta.get("health")
