@@ -8,7 +8,7 @@ first use: 2-3 minutes on 2 cores on a fresh machine, then they come from the ca
 
 The docstrings' examples run with the package's namespace (as ``.ci/run`` does)::
 
-    python -m pytest --doctest-modules granular -o addopts="" -p no:cacheprovider
+    python -m pytest --doctest-modules --pyargs granular -o addopts="" -p no:cacheprovider
 
 Generated (ignored by git): ``_build/``, ``api/generated/`` (autosummary pages),
 ``auto_examples/`` and ``sg_execution_times.rst`` (sphinx-gallery).
@@ -19,9 +19,11 @@ import sys
 import warnings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, ROOT)  # document (and run the examples of) this checkout
-
-import granular
+try:  # the installed package (in CI: the one the tests ran, whose kernels are compiled)
+    import granular
+except ImportError:  # else this checkout
+    sys.path.insert(0, ROOT)
+    import granular
 
 project = "granular"
 author = "granular developers"

@@ -133,7 +133,25 @@ def _touching_pairs(model, x, r):
 def contact_list(model, state) -> ContactList:
     """Every active contact of ``state`` with its geometry, force and moments
     (:class:`ContactList`), evaluated as :mod:`granular.particles.analysis` describes. Empty
-    when the model has no contacts."""
+    when the model has no contacts.
+
+    Examples
+    --------
+    Two spheres of radius 0.5 pressed together, the first also into the floor:
+
+    >>> import granular as gr
+    >>> b = gr.ModelBuilder()
+    >>> ids = b.add_particles([[0, 0, 0.45], [0.9, 0, 0.5]], radius=0.5)
+    >>> b.set_contacts(kpp=100.0, allow_initial_overlap=True)
+    >>> b.add_wall([0, 0, 1], 0.0, allow_initial_overlap=True)
+    0
+    >>> model = b.finalize("cpu")
+    >>> c = gr.contact_list(model, model.state())
+    >>> c.pairs.tolist(), c.wall.tolist(), c.overlap.round(6).tolist()
+    ([[0, 1], [0, 0]], [False, True], [0.098612, 0.05])
+    >>> c.force_normal[1].round(4).tolist()        # the wall pushes particle 0 up: (100/0.5) 0.1^1.5
+    [0.0, 0.0, 6.3246]
+    """
     be = model.backend
     x = np.asarray(be.to_host(state.x), dtype=np.float64)
     r = np.asarray(be.to_host(model.radius), dtype=np.float64)

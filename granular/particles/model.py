@@ -134,7 +134,25 @@ def _orientations(n, orientation, alpha, rotvec):
 
 
 class ModelBuilder:
-    """Collects particles and fields on the host; :meth:`finalize` moves them to a backend."""
+    """Collects particles, bonds, contacts, walls and fields on the host; :meth:`finalize`
+    checks the whole (placement included: :mod:`granular.particles.placement`) and moves it
+    to a backend as a :class:`Model`.
+
+    Examples
+    --------
+    Two spheres on a floor, under gravity, with Hertz contacts (56)-(57) of paper 003:
+
+    >>> import granular as gr
+    >>> b = gr.ModelBuilder()
+    >>> ids = b.add_particles([[0, 0, 0.5], [1.0, 0, 0.5]], radius=0.5, mass=1.0)
+    >>> b.set_contacts(kpp=1e3)
+    >>> b.add_wall([0, 0, 1], 0.0)                   # z = 0, stiffness kpp
+    0
+    >>> b.set_gravity([0, 0, -9.81])
+    >>> model = b.finalize("cpu")
+    >>> model.n, model.dtype
+    (2, dtype('float64'))
+    """
 
     def __init__(self):
         self._x, self._v, self._q, self._omega = [], [], [], []
