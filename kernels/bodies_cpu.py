@@ -113,13 +113,13 @@ def _newton_euler_loaded(steps, h, flags, scales, mass, J, Jinv, points, fbody, 
 
 
 @njit(parallel=True, cache=True)
-def rolling_ball_rk4(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+def rolling_ball_rk4(steps, h, t0, first, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
                      force_mode, force_par, force_tab, status, value):  # fmt: skip
     """``steps`` RK4 steps of every rolling ball (:mod:`kernels.bodies_rolling`)."""
     for i in prange(y.shape[0]):
         S = np.empty((9, 15), y.dtype)
         C = np.empty((max(m_all.shape[1] - 1, 1), 10), y.dtype)
-        _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
+        _rolling_ball_rk4_body(i, steps, h, t0, first, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
 
 
@@ -137,11 +137,11 @@ def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, rad
 
 
 @njit(parallel=True, cache=True)
-def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+def rolling_disk_rk4(steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
                      force_mode, force_x, force_tab, status, value):  # fmt: skip
     """``steps`` RK4 steps of every rolling disk."""
     for i in prange(y.shape[0]):
-        _rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
+        _rolling_disk_rk4_body(i, steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_x, force_tab, status, value)  # fmt: skip
 
 

@@ -116,19 +116,19 @@ def newton_euler_rk4(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspa
 
 
 @cuda.jit
-def _rolling_ball_rk4_kernel(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
+def _rolling_ball_rk4_kernel(steps, h, t0, first, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
                              act_par, force_mode, force_par, force_tab, status, value):  # fmt: skip
     i = cuda.grid(1)
     if i < y.shape[0]:
         S = cuda.local.array((9, 15), y.dtype)
         C = cuda.local.array((MAX_MASSES, 10), y.dtype)
-        _rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
+        _rolling_ball_rk4_body(i, steps, h, t0, first, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_par, force_tab, status, value)  # fmt: skip
 
 
-def rolling_ball_rk4(steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+def rolling_ball_rk4(steps, h, t0, first, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par, act_par,
                      force_mode, force_par, force_tab, status, value):  # fmt: skip
-    _rolling_ball_rk4_kernel[_grid(y.shape[0])](steps, h, t0, y, y1, radius, inertia, shell_com, m_all, gravity,
+    _rolling_ball_rk4_kernel[_grid(y.shape[0])](steps, h, t0, first, y, y1, radius, inertia, shell_com, m_all, gravity,
                                                 rail_info, rail_par, act_par, force_mode, force_par, force_tab, status,
                                                 value)  # fmt: skip
 
@@ -156,17 +156,17 @@ def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, rad
 
 
 @cuda.jit
-def _rolling_disk_rk4_kernel(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
+def _rolling_disk_rk4_kernel(steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
                              act_par, force_mode, force_x, force_tab, status, value):  # fmt: skip
     i = cuda.grid(1)
     if i < y.shape[0]:
-        _rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
+        _rolling_disk_rk4_body(i, steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_x, force_tab, status, value)  # fmt: skip
 
 
-def rolling_disk_rk4(steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
+def rolling_disk_rk4(steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par, act_par,
                      force_mode, force_x, force_tab, status, value):  # fmt: skip
-    _rolling_disk_rk4_kernel[_grid(y.shape[0])](steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity,
+    _rolling_disk_rk4_kernel[_grid(y.shape[0])](steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity,
                                                 rail_info, rail_par, act_par, force_mode, force_x, force_tab, status,
                                                 value)  # fmt: skip
 

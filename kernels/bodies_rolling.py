@@ -266,9 +266,11 @@ def build(jit, H):
         value[i] = T(0.0)
 
     @jit
-    def rolling_ball_rk4_body(i, steps, h, t0, y, y1, S, C, radius, inertia, shell_com, m_all, gravity, rail_info,
-                              rail_par, act_par, force_mode, force_par, force_tab, status, value):  # fmt: skip
-        """``steps`` RK4 steps of ball ``i``; ``q`` renormalised after each step."""
+    def rolling_ball_rk4_body(i, steps, h, t0, first, y, y1, S, C, radius, inertia, shell_com, m_all, gravity,
+                              rail_info, rail_par, act_par, force_mode, force_par, force_tab, status, value):  # fmt: skip
+        """``steps`` RK4 steps of ball ``i``; ``q`` renormalised after each step. Step ``j``
+        starts at ``t0 + (first + j) h`` (the clock's origin ``t0`` and the steps taken since
+        it: no time accumulated by repeated addition, the same times for every block length)."""
         T = y.dtype.type
         ncol = y.shape[1]
         K = m_all.shape[1] - 1
@@ -278,12 +280,14 @@ def build(jit, H):
         for c in range(ncol):
             S[0, c] = y[i, c]
         half = T(0.5)
-        t = t0
+        t1 = t0 + T(first) * h
         for j in range(steps):
+            t = t1
+            t1 = t0 + T(first + j + 1) * h
             th = t + half * h
             # the masses' kinematics and the force depend on t only: the two stages at
             # t + h/2 share them, and a step's first stage reuses the previous step's last
-            # (the same t + h, bitwise)
+            # (the same time t1, bitwise)
             if j == 0:
                 fill_kinematics(T, i, t, C, K, rail_info, rail_par, act_par)
             F = force(T, i, t, force_mode, force_par, force_tab, 3 * j)
@@ -298,9 +302,9 @@ def build(jit, H):
             ball_rhs(T, th, S, 1, 4, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             for c in range(ncol):
                 S[1, c] = S[0, c] + h * S[4, c]
-            fill_kinematics(T, i, t + h, C, K, rail_info, rail_par, act_par)
-            F = force(T, i, t + h, force_mode, force_par, force_tab, 3 * j + 2)
-            ball_rhs(T, t + h, S, 1, 5, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
+            fill_kinematics(T, i, t1, C, K, rail_info, rail_par, act_par)
+            F = force(T, i, t1, force_mode, force_par, force_tab, 3 * j + 2)
+            ball_rhs(T, t1, S, 1, 5, ncol, C, K, r, I9, com, m0, gravity, F, has_force)
             sixth = h / T(6.0)
             for c in range(ncol):
                 S[1, c] = S[0, c] + sixth * (S[2, c] + T(2.0) * (S[3, c] + S[4, c]) + S[5, c])
@@ -313,7 +317,6 @@ def build(jit, H):
                 return
             for c in range(ncol):
                 S[0, c] = S[1, c]
-            t = t + h
         for c in range(ncol):
             y1[i, c] = S[0, c]
 
@@ -506,16 +509,18 @@ def build(jit, H):
         return num / (inertia_y[row(inertia_y, i)] + den)
 
     @jit
-    def rolling_disk_rk4_body(i, steps, h, t0, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info,
-                              rail_par, act_par, force_mode, force_x, force_tab, status, value):  # fmt: skip
-        """``steps`` RK4 steps of ``y = (ψ, ψ̇, x)``, ``ẏ = (ψ̇, ψ̈, r ψ̇)``."""
+    def rolling_disk_rk4_body(i, steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity,
+                              rail_info, rail_par, act_par, force_mode, force_x, force_tab, status, value):  # fmt: skip
+        """``steps`` RK4 steps of ``y = (ψ, ψ̇, x)``, ``ẏ = (ψ̇, ψ̈, r ψ̇)``; step ``j`` starts at
+        ``t0 + (first + j) h``, as for the ball."""
         T = y.dtype.type
         clear_status(T, i, status, value)
         psi, w, x = y[i, 0], y[i, 1], y[i, 2]
         r = radius[row(radius, i)]
         half = T(0.5)
-        t = t0
         for j in range(steps):
+            t = t0 + T(first + j) * h
+            t1 = t0 + T(first + j + 1) * h
             th = t + half * h
             a1 = disk_psi_ddot(T, i, t, psi, w, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
                                act_par, force_mode, force_x, force_tab, 3 * j)  # fmt: skip
@@ -526,7 +531,7 @@ def build(jit, H):
             a3 = disk_psi_ddot(T, i, th, p3, w3, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
                                act_par, force_mode, force_x, force_tab, 3 * j + 1)  # fmt: skip
             p4, w4 = psi + h * w3, w + h * a3
-            a4 = disk_psi_ddot(T, i, t + h, p4, w4, radius, inertia_y, shell_com, m_all, gravity, rail_info,
+            a4 = disk_psi_ddot(T, i, t1, p4, w4, radius, inertia_y, shell_com, m_all, gravity, rail_info,
                                rail_par, act_par, force_mode, force_x, force_tab, 3 * j + 2)  # fmt: skip
             sixth = h / T(6.0)
             two = T(2.0)
@@ -547,7 +552,6 @@ def build(jit, H):
                 value[i] = psi_n if bad == 0 else (w_n if bad == 1 else x_n)
                 return
             psi, w, x = psi_n, w_n, x_n
-            t = t + h
         y1[i, 0], y1[i, 1], y1[i, 2] = psi, w, x
 
     return SimpleNamespace(rolling_ball_rk4_body=rolling_ball_rk4_body, rolling_ball_dopri_body=rolling_ball_dopri_body,

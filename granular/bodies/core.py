@@ -122,6 +122,22 @@ class BodyState:
 
     t: float = 0.0
     step: int = 0
+    #: ``(t0, step0, h, (t, step))``: the schemes set ``t = t0 + (step - step0) h`` (no time
+    #: accumulated by repeated addition) and note the ``(t, step)`` they wrote; a clock set by
+    #: hand or a new ``h`` starts a new origin. Saved in checkpoints.
+    clock: tuple | None = None
+
+    def origin(self, h) -> tuple[float, int]:
+        """``(t0, step0)`` of the clock for steps of ``h`` from this state."""
+        c = self.clock
+        if c is None or c[2] != h or c[3] != (self.t, self.step):
+            return self.t, self.step
+        return c[0], c[1]
+
+    def time_at(self, step: int, h) -> float:
+        """The time of ``step`` (>= the state's step) for steps of ``h``."""
+        t0, step0 = self.origin(h)
+        return t0 + (step - step0) * h
 
     def array_names(self) -> tuple:
         """Names of the array fields, in declaration order (fields holding arrays)."""
@@ -259,21 +275,20 @@ class Scheme:
         # old ones that a caller keeps stay valid
         for name in state.array_names():
             setattr(state, name, getattr(out, name))
-        t = state.t
-        for _ in range(k):
-            t = t + h
-        state.t = t
+        t0, step0 = state.origin(h)
         state.step += k
+        state.t = t0 + (state.step - step0) * h
+        state.clock = (t0, step0, h, (state.t, state.step))
 
     def _times(self, state, h, k, offsets):
-        """Host (k, len(offsets)) float64: ``t_j + c h`` for the ``k`` steps of a block,
-        ``t_j`` accumulated as the kernels do."""
+        """Host (k, len(offsets)) float64: ``t_j + c h`` for the ``k`` steps of a block, with
+        ``t_j = t0 + (step_j - step0) h`` of the state's clock (:meth:`BodyState.origin`)
+        as the kernels compute it; the offset 1 is ``t_{j+1}`` itself."""
         out = np.empty((max(k, 1), len(offsets)))
-        t = state.t
         for j in range(k):
+            t, t1 = state.time_at(state.step + j, h), state.time_at(state.step + j + 1, h)
             for c, off in enumerate(offsets):
-                out[j, c] = t + off * h
-            t = t + h
+                out[j, c] = t1 if off == 1.0 else t + off * h
         return out
 
     def _error(self, body, step, row, value, failed, state):

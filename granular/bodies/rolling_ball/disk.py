@@ -265,7 +265,9 @@ class RollingDiskRK4(Scheme):
         return xp.ascontiguousarray(xp.stack(vals))
 
     def _launch(self, state, out, h, k, status, value):
-        self.kernels.rolling_disk_rk4(k, h, float(state.t), state.y, out.y, *self._disk, *self._rails, self._mode,
+        t0, step0 = state.origin(h)
+        self.kernels.rolling_disk_rk4(k, h, float(t0), np.int64(state.step - step0), state.y, out.y, *self._disk,
+                                      *self._rails, self._mode,
                                       self._fx, self._table(state, h, k), status, value)  # fmt: skip
 
     def invariants(self, state):

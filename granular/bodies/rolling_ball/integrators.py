@@ -135,7 +135,8 @@ class RK4(_BallScheme):
         return xp.ascontiguousarray(xp.stack([xp.broadcast_to(r, (B, 3)) for r in rows]))
 
     def _launch(self, state, out, h, k, status, value):
-        self.kernels.rolling_ball_rk4(k, h, float(state.t), state.y, out.y, *self._ball, *self._rails,
+        t0, step0 = state.origin(h)
+        self.kernels.rolling_ball_rk4(k, h, float(t0), np.int64(state.step - step0), state.y, out.y, *self._ball, *self._rails,
                                       self._force_mode, self._force_par, self._force_table(state, h, k), status,
                                       value)  # fmt: skip
 

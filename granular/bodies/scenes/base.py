@@ -117,8 +117,9 @@ class BodySystem:
         s = self.state
         out = {k: self.host(a).copy() for k, a in s.arrays().items()}
         out.update({f"extra_{k}": self.host(a).copy() for k, a in getattr(s, "extra", {}).items()})
-        out["clock"] = np.array([s.t])
-        out["counters"] = np.array([s.step], dtype=np.int64)
+        c = s.clock if s.clock is not None and s.clock[3] == (s.t, s.step) else (s.t, s.step, 0.0)
+        out["clock"] = np.array([s.t, c[0], c[2]])  # t, the clock's origin t0 and step h
+        out["counters"] = np.array([s.step, c[1]], dtype=np.int64)  # step, the origin's step0
         return out
 
     def restore(self, arrays):
@@ -127,7 +128,11 @@ class BodySystem:
             setattr(s, k, be.asarray(_same(arrays, k, getattr(s, k), be)))
         if hasattr(s, "extra"):
             s.extra = {k[6:]: be.asarray(v) for k, v in arrays.items() if k.startswith("extra_")}
-        s.t, s.step = float(arrays["clock"][0]), int(arrays["counters"][0])
+        clock, counters = arrays["clock"], arrays["counters"]
+        s.t, s.step = float(clock[0]), int(counters[0])
+        s.clock = None
+        if len(clock) >= 3 and len(counters) >= 2 and clock[2] > 0:  # older checkpoints hold t and step only
+            s.clock = (float(clock[1]), int(counters[1]), float(clock[2]), (s.t, s.step))
 
     def _frame_data(self, points, R, J, mass, velocity, omega, kinetic, radius):
         n = self.n
