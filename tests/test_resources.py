@@ -6,6 +6,7 @@ import resource
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -91,3 +92,43 @@ def test_memory_error_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("granular run: error: out of memory (MemoryError: Unable to allocate 89.4 GiB")
     assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_a_bodies_scene_too_large_for_memory_is_refused_before_any_array(tmp_path):
+    """10^7 heavy tops under a 2 GB ``ulimit -v``: refused naming the bodies, the figure
+    and the limit, before the scene's arrays are made; nothing is written."""
+    limit = 2 * 2**30
+    scene = tmp_path / "tops.toml"
+    text = open(os.path.join(ROOT, "scenes", "livens_heavy_top.toml")).read()
+    assert "[bodies]" in text and "count" not in text.split("[bodies]")[1].split("[")[0]
+    scene.write_text(text.replace("[bodies]\n", "[bodies]\ncount = 10000000\n", 1))
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    out = tmp_path / "o"
+    r = subprocess.run([sys.executable, "-m", "granular", "run", str(scene), "--out", str(out), "--steps", "2"],
+                       capture_output=True, text=True, timeout=300, preexec_fn=cap)  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    need = resources.HOST_BASELINE + 10**7 * resources.BODY_HOST_BYTES // 2  # what any backend needs on the host
+    assert f"bodies.count: this table (10,000,000 bodies) needs about {need / 1e9:.3g} GB of host memory" in r.stderr
+    assert "(ulimit -v)" in r.stderr and not out.exists()
+
+
+def test_body_memory_figures_by_backend(monkeypatch):
+    from granular.backend import get_backend
+
+    monkeypatch.setattr(resources, "host_memory_available", lambda: (10**10, "available memory"))
+    cpu = get_backend("cpu")
+    assert resources.check_body_memory(10**6, cpu)["needed"]["host"] == resources.HOST_BASELINE + 4096 * 10**6
+    with pytest.raises(ResourceError, match=r"the scene \(3,000,000 bodies\) needs about 12.6 GB of host memory"):
+        resources.check_body_memory(3 * 10**6, cpu)
+
+
+def test_a_bodies_run_without_disk_room_is_refused_before_it_starts(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(resources.shutil, "disk_usage", lambda path: SimpleNamespace(free=10**5))
+    out = tmp_path / "o"
+    code = cli.main(["run", os.path.join(ROOT, "scenes", "livens_heavy_top.toml"), "--out", str(out), "--steps", "20"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs about" in err and "of disk" in err and "bodies" in err
+    assert not (out / "series.csv").exists()

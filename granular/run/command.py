@@ -24,7 +24,7 @@ from ..errors import IntegrationError, SceneError
 from ..io import CheckpointError, load_checkpoint
 from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
-from ..resources import check_writable
+from ..resources import ResourceError, check_body_memory, check_writable
 from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir, resume_problem, total_steps
 from .progress import long_run_refused
 from .scene import build_model, load_scene
@@ -61,13 +61,19 @@ def _bodies(scene, args):
         raise Refused(f"granular run: --precision {precision!r} is not available for [bodies] scenes; "
                       "allowed: float64")  # fmt: skip
     try:
-        config = parse_bodies(scene.bodies, source)
-    except SceneError as exc:
-        raise Refused(str(exc)) from None
-    try:
         backend = get_backend(getattr(args, "backend", None) or scene.run.backend)
     except (BackendError, ValueError) as exc:
         raise Refused(f"granular run: {exc}") from None
+    count = scene.bodies.get("count") if isinstance(scene.bodies, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        try:  # before any body's array is made
+            check_body_memory(count, backend, f"{source}: bodies.count")
+        except ResourceError as exc:
+            raise Refused(f"granular run: {exc}") from None
+    try:
+        config = parse_bodies(scene.bodies, source)
+    except SceneError as exc:
+        raise Refused(str(exc)) from None
     try:
         return build_system(config, backend)
     except ValueError as exc:
@@ -162,8 +168,9 @@ def _run(scene, args) -> int:
         system = _bodies(scene, args)
         if arrays is not None:
             _restore(system.restore, system.backend.name, arrays, meta)
-        clear(to_clear)
         body_run = BodyRun(system, scene.run, out, scene_dict, quiet=quiet, log_json=log_json)
+        body_run.preflight(total, system.step_count)
+        clear(to_clear)
         try:
             info = body_run.execute(total, resumed=arrays is not None)
         except IntegrationError as exc:

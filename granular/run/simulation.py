@@ -316,6 +316,16 @@ class BodyRun:
         self.quiet, self.log_json = quiet, log_json
         self.info = None
 
+    def preflight(self, total_steps, first_step=0) -> None:
+        """Before computing: ``out_dir`` is writable and its file system has room for the
+        frames, series and checkpoints of the run (:class:`~granular.resources.ResourceError`)."""
+        check_writable(self.out_dir)
+        frame_every, series_every, ckpt_every = cadences(self.run_table, total_steps)
+        frames, rows = output_counts(total_steps, first_step, frame_every, series_every, ckpt_every)
+        n = self.system.n
+        check_disk(self.out_dir, run_output_bytes(n, 0, frames, rows, 40 + (30 * n if n < SMALL_SYSTEM else 0)),
+                   f"the run ({frames} frames of {n:,} bodies)")  # fmt: skip
+
     def execute(self, total_steps: int, resumed: bool = False) -> dict:
         """Advance to step ``total_steps`` writing the folder; returns the ``run.json``
         dict. A failing step raises after the state before it was written as the checkpoint."""

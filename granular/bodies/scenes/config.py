@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from ... import rotations as rot
 from ...checks import shown
 from ...errors import SceneError
+from ...resources import ResourceError, check_body_memory
 from ..rolling_ball import rails as R
 from .schema import (
     _ADAPTER,
@@ -236,6 +237,15 @@ def parse_bodies(table, source: str = "scene", check_only: bool = False):
     instead (empty when the table is valid).
     """
 
+    count = table.get("count") if isinstance(table, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        try:  # before the table's arrays are made (one row per body)
+            check_body_memory(count, what="this table")
+        except ResourceError as exc:
+            errors = [("bodies.count", str(exc))]
+            if check_only:
+                return errors
+            raise SceneError(errors, source) from None
     errors, config = _parse(table)
     if check_only:
         return errors
