@@ -68,7 +68,18 @@ __all__ = [
 
 
 def array_module(*arrays):
-    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``."""
+    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``.
+
+    Parameters
+    ----------
+    *arrays : object
+        Arrays (or anything else; only CuPy arrays count).
+
+    Returns
+    -------
+    module
+        :mod:`cupy` or :mod:`numpy`.
+    """
     for a in arrays:
         if type(a).__module__.split(".")[0] == "cupy":
             import cupy
@@ -78,28 +89,77 @@ def array_module(*arrays):
 
 
 def dot(a, b):
-    """``a · b`` over the last axis (NumPy or CuPy arrays, broadcasting the leading axes)."""
+    """``a · b`` over the last axis (NumPy or CuPy arrays, broadcasting the leading axes).
+
+    Parameters
+    ----------
+    a, b : array, (..., k) float
+        Vectors.
+
+    Returns
+    -------
+    array, (...) float
+        The dot products (units: the product of the inputs').
+    """
     return (a * b).sum(axis=-1)
 
 
 def matvec(A, v):
-    """``A v`` over the last two axes, broadcasting the leading ones: (..., m, k) × (..., k)
-    → (..., m) (NumPy or CuPy). A matrix shared by all rows (``A`` of shape (m, k), or
-    (1, m, k) with ``v`` of shape (N, k)) becomes one matrix product ``v Aᵀ``."""
+    """``A v`` over the last two axes, broadcasting the leading ones (NumPy or CuPy).
+
+    A matrix shared by all rows (``A`` of shape (m, k), or (1, m, k) with ``v`` of shape
+    (N, k)) becomes one matrix product ``v Aᵀ``.
+
+    Parameters
+    ----------
+    A : array, (..., m, k) float
+        Matrices.
+    v : array, (..., k) float
+        Vectors.
+
+    Returns
+    -------
+    array, (..., m) float
+        The products.
+    """
     if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
         return v @ A.reshape(A.shape[-2:]).T
     return (A @ v[..., None])[..., 0]
 
 
 def matvec_t(A, v):
-    """``Aᵀ v`` over the last two axes: (..., m, k) × (..., m) → (..., k) (see :func:`matvec`)."""
+    """``Aᵀ v`` over the last two axes, broadcasting the leading ones (see :func:`matvec`).
+
+    Parameters
+    ----------
+    A : array, (..., m, k) float
+        Matrices.
+    v : array, (..., m) float
+        Vectors.
+
+    Returns
+    -------
+    array, (..., k) float
+        The products.
+    """
     if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
         return v @ A.reshape(A.shape[-2:])
     return (v[..., None, :] @ A)[..., 0, :]
 
 
 def cross(a, b):
-    """``a × b`` over the last axis, broadcasting the leading axes (NumPy or CuPy)."""
+    """``a × b`` over the last axis, broadcasting the leading axes (NumPy or CuPy).
+
+    Parameters
+    ----------
+    a, b : array, (..., 3) float
+        Vectors.
+
+    Returns
+    -------
+    array, (..., 3) float
+        The cross products.
+    """
     xp = array_module(a, b)
     a, b = xp.broadcast_arrays(a, b)
     return xp.stack(
@@ -113,7 +173,18 @@ def cross(a, b):
 
 
 def skew(v):
-    """``S(v)``: ``(..., 3) → (..., 3, 3)`` with ``S(v) w = v × w``."""
+    """The skew-symmetric matrix ``S(v)`` with ``S(v) w = v × w``.
+
+    Parameters
+    ----------
+    v : array, (..., 3) float
+        Vectors.
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        ``S(v)``, in the units of ``v``.
+    """
     xp = array_module(v)
     z = xp.zeros_like(v[..., 0])
     x, y, w = v[..., 0], v[..., 1], v[..., 2]
@@ -131,7 +202,18 @@ def skew(v):
 
 
 def rrp_to_matrix(alpha):
-    """Rotation matrix of RRP, eq. (4): ``R = I + 4/(4+|α|²) [S(α) + ½ S(α)²]``."""
+    """Rotation matrix of RRP, eq. (4): ``R = I + 4/(4+|α|²) [S(α) + ½ S(α)²]``.
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        Rotation matrices ``R(α)`` [-].
+    """
     xp = array_module(alpha)
     S = skew(alpha)
     c = 4.0 / (4.0 + dot(alpha, alpha))
@@ -142,14 +224,37 @@ def rrp_to_matrix(alpha):
 def rrp_compose(alpha1, alpha2):
     """Composition (5): ``α1 ⊕ α2``, the RRP of ``R(α2) R(α1)`` (``α1`` first).
 
-    Undefined (division by zero) when the composed rotation is a half turn.
+    ``α1 ⊕ α2 = 4/(4 - α1·α2) [α1 + α2 - ½ α1 × α2]``. Undefined (division by zero) when
+    the composed rotation is a half turn.
+
+    Parameters
+    ----------
+    alpha1, alpha2 : array, (..., 3) float
+        Rescaled Rodrigues parameters [-] of the first and the second rotation
+        (broadcasting the leading axes).
+
+    Returns
+    -------
+    array, (..., 3) float
+        The RRP of the composed rotation [-].
     """
     c = 4.0 / (4.0 - dot(alpha1, alpha2))
     return c[..., None] * (alpha1 + alpha2 - 0.5 * cross(alpha1, alpha2))
 
 
 def rrp_inverse(alpha):
-    """RRP of ``R(α)ᵀ``: ``-α``."""
+    """RRP of the inverse rotation ``R(α)ᵀ``: ``-α``.
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        ``-α`` [-].
+    """
     return -alpha
 
 
@@ -158,18 +263,53 @@ def rrp_relative(alpha_from, alpha_to):
 
     Computed as ``(-α_from) ⊕ α_to`` by (5); then ``α_from ⊕ r = α_to``. (Paper (45)
     writes the same pair with the factors swapped; the angle ``|θ|`` is the same.)
+
+    Parameters
+    ----------
+    alpha_from, alpha_to : array, (..., 3) float
+        Rescaled Rodrigues parameters [-] of the two rotations.
+
+    Returns
+    -------
+    array, (..., 3) float
+        The RRP ``r`` of the relative rotation [-] (undefined for a half turn).
     """
     return rrp_compose(-alpha_from, alpha_to)
 
 
 def rrp_angle(alpha):
-    """Rotation angle ``|θ| = 2 atan(|α|/2)`` in ``[0, π)``, below eq. (35)."""
+    """Rotation angle ``|θ| = 2 atan(|α|/2)`` in ``[0, π)``, below eq. (35).
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (...) float
+        The angles [rad].
+    """
     xp = array_module(alpha)
     return 2.0 * xp.arctan(0.5 * xp.sqrt(dot(alpha, alpha)))
 
 
 def rotvec_from_rrp(alpha):
-    """Rotation vector ``θ = 2 atan(|α|/2) α/|α|`` (inverse of (3)); exact as ``α → 0``."""
+    """Rotation vector ``θ = 2 atan(|α|/2) α/|α|`` of RRP (inverse of (3)); exact as ``α → 0``.
+
+    The log map of ``R(α)``. ``rrp_log`` is the same function; the docstring it is given
+    below replaces this one.
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rotation vectors, angle in ``[0, π)`` [rad].
+    """
     xp = array_module(alpha)
     s = 0.5 * xp.sqrt(dot(alpha, alpha))
     safe = xp.where(s > 0, s, 1.0)
@@ -178,11 +318,38 @@ def rotvec_from_rrp(alpha):
 
 
 rrp_log = rotvec_from_rrp
-rrp_log.__doc__ = "Log map of ``R(α)``: the rotation vector (same as :func:`rotvec_from_rrp`)."
+rrp_log.__doc__ = """Log map of ``R(α)``: the rotation vector ``θ = 2 atan(|α|/2) α/|α|`` (inverse of (3)).
+
+    Exact as ``α → 0``. ``rrp_log`` and ``rotvec_from_rrp`` are one function, with this
+    docstring.
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rotation vectors, angle in ``[0, π)`` [rad].
+    """
 
 
 def rrp_from_rotvec(theta):
-    """Eq. (3): ``α = tan(|θ|/2)/(|θ|/2) θ``; exact as ``θ → 0``, infinite at ``|θ| = π``."""
+    """RRP of a rotation vector, eq. (3): ``α = tan(|θ|/2)/(|θ|/2) θ``.
+
+    Exact as ``θ → 0``, infinite at ``|θ| = π``.
+
+    Parameters
+    ----------
+    theta : array, (..., 3) float
+        Rotation vectors [rad], ``|θ| < π``.
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+    """
     xp = array_module(theta)
     s = 0.5 * xp.sqrt(dot(theta, theta))
     safe = xp.where(s > 0, s, 1.0)
@@ -191,12 +358,34 @@ def rrp_from_rotvec(theta):
 
 
 def rrp_from_quat(q):
-    """``α = 2 q_vec / q0``; invariant under ``q → -q``, infinite for a half turn."""
+    """RRP of a unit quaternion: ``α = 2 q_vec / q0``; invariant under ``q → -q``, infinite for a half turn.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Unit quaternions ``(q0, q1, q2, q3)`` [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+    """
     return 2.0 * q[..., 1:] / q[..., :1]
 
 
 def quat_from_rrp(alpha):
-    """Unit quaternion of RRP: ``q = (2, α) / sqrt(4 + |α|²)`` (algebraic, no trigonometry)."""
+    """Unit quaternion of RRP: ``q = (2, α) / sqrt(4 + |α|²)`` (algebraic, no trigonometry).
+
+    Parameters
+    ----------
+    alpha : array, (..., 3) float
+        Rescaled Rodrigues parameters [-].
+
+    Returns
+    -------
+    array, (..., 4) float
+        Unit quaternions with ``q0 > 0`` [-].
+    """
     xp = array_module(alpha)
     inv = 1.0 / xp.sqrt(4.0 + dot(alpha, alpha))
     return xp.concatenate([2.0 * inv[..., None], alpha * inv[..., None]], axis=-1)
@@ -206,7 +395,18 @@ def quat_from_rrp(alpha):
 
 
 def quat_multiply(p, q):
-    """Hamilton product ``p ⊗ q``; ``R(p ⊗ q) = R(p) R(q)``."""
+    """Hamilton product ``p ⊗ q``; ``R(p ⊗ q) = R(p) R(q)``.
+
+    Parameters
+    ----------
+    p, q : array, (..., 4) float
+        Quaternions ``(q0, q1, q2, q3)`` [-] (broadcasting the leading axes).
+
+    Returns
+    -------
+    array, (..., 4) float
+        The products [-].
+    """
     xp = array_module(p, q)
     p0, pv = p[..., :1], p[..., 1:]
     q0, qv = q[..., :1], q[..., 1:]
@@ -216,25 +416,69 @@ def quat_multiply(p, q):
 
 
 def quat_conjugate(q):
-    """``q*``: the inverse rotation of a unit quaternion."""
+    """Conjugate ``q* = (q0, -q_vec)``: the inverse rotation of a unit quaternion.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Quaternions ``(q0, q1, q2, q3)`` [-].
+
+    Returns
+    -------
+    array, (..., 4) float
+        The conjugates [-].
+    """
     xp = array_module(q)
     return xp.concatenate([q[..., :1], -q[..., 1:]], axis=-1)
 
 
 def quat_normalize(q):
-    """``q / |q|``."""
+    """Normalise quaternions: ``q / |q|``.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Quaternions ``(q0, q1, q2, q3)`` [-], non-zero.
+
+    Returns
+    -------
+    array, (..., 4) float
+        Unit quaternions [-] (NaN for a zero ``q``).
+    """
     xp = array_module(q)
     return q / xp.sqrt(dot(q, q))[..., None]
 
 
 def quat_canonical(q):
-    """The representative of ``±q`` with ``q0 ≥ 0``."""
+    """The representative of ``±q`` with ``q0 ≥ 0``.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Quaternions ``(q0, q1, q2, q3)`` [-].
+
+    Returns
+    -------
+    array, (..., 4) float
+        ``-q`` where ``q0 < 0``, else ``q`` [-].
+    """
     xp = array_module(q)
     return xp.where(q[..., :1] < 0, -q, q)
 
 
 def quat_to_matrix(q):
-    """Rotation matrix of a unit quaternion."""
+    """Rotation matrix of a unit quaternion.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Unit quaternions ``(q0, q1, q2, q3)`` [-] (not normalised here).
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        Rotation matrices ``R(q)`` [-].
+    """
     xp = array_module(q)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return xp.stack(
@@ -248,7 +492,20 @@ def quat_to_matrix(q):
 
 
 def quat_rotate(q, v):
-    """``R(q) v`` for a unit quaternion, without forming the matrix."""
+    """``R(q) v`` for a unit quaternion, without forming the matrix.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Unit quaternions ``(q0, q1, q2, q3)`` [-].
+    v : array, (..., 3) float
+        Vectors (broadcasting the leading axes with ``q``).
+
+    Returns
+    -------
+    array, (..., 3) float
+        The rotated vectors, in the units of ``v``.
+    """
     w = q[..., :1]
     u = q[..., 1:]
     t = 2.0 * cross(u, v)
@@ -256,7 +513,20 @@ def quat_rotate(q, v):
 
 
 def quat_from_rotvec(theta):
-    """Exponential map: ``q = (cos(|θ|/2), sin(|θ|/2) θ/|θ|)``; exact as ``θ → 0``."""
+    """Unit quaternion of a rotation vector (exponential map): ``q = (cos(|θ|/2), sin(|θ|/2) θ/|θ|)``.
+
+    Exact as ``θ → 0``.
+
+    Parameters
+    ----------
+    theta : array, (..., 3) float
+        Rotation vectors [rad] (any angle).
+
+    Returns
+    -------
+    array, (..., 4) float
+        Unit quaternions [-] (``q0 = cos(|θ|/2)`` is negative for an angle above π).
+    """
     xp = array_module(theta)
     angle = xp.sqrt(dot(theta, theta))
     half = 0.5 * angle
@@ -270,6 +540,16 @@ def quat_to_rotvec(q):
 
     ``θ = 2 atan2(|q_vec|, q0) q_vec/|q_vec|`` after choosing ``q0 ≥ 0``; the factor
     tends to ``2/q0`` as ``|q_vec| → 0``, so the result is exact at any small angle.
+
+    Parameters
+    ----------
+    q : array, (..., 4) float
+        Unit quaternions ``(q0, q1, q2, q3)`` [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rotation vectors [rad].
     """
     xp = array_module(q)
     q = quat_canonical(q)
@@ -281,7 +561,18 @@ def quat_to_rotvec(q):
 
 
 def quat_angle_between(p, q):
-    """Angle in ``[0, π]`` of the rotation ``R(p)ᵀ R(q)``, by ``atan2`` (no ``arccos``)."""
+    """Angle in ``[0, π]`` of the rotation ``R(p)ᵀ R(q)``, by ``atan2`` (no ``arccos``).
+
+    Parameters
+    ----------
+    p, q : array, (..., 4) float
+        Unit quaternions [-] (broadcasting the leading axes).
+
+    Returns
+    -------
+    array, (...) float
+        The angles [rad].
+    """
     xp = array_module(p, q)
     r = quat_multiply(quat_conjugate(p), q)
     n = xp.sqrt(dot(r[..., 1:], r[..., 1:]))
@@ -293,6 +584,16 @@ def quat_from_matrix(R):
 
     Uses, per matrix, the largest of ``4q0², 4q1², 4q2², 4q3²`` as pivot so no division
     by a small number occurs.
+
+    Parameters
+    ----------
+    R : array, (..., 3, 3) float
+        Rotation matrices [-].
+
+    Returns
+    -------
+    array, (..., 4) float
+        Unit quaternions with ``q0 ≥ 0`` [-].
     """
     xp = array_module(R)
     m00, m11, m22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
@@ -315,7 +616,20 @@ def quat_from_matrix(R):
 
 
 def so3_exp(theta):
-    """``exp(S(θ))`` by the Euler-Rodrigues formula, exact as ``θ → 0``."""
+    """Rotation matrix ``exp(S(θ))`` of a rotation vector, by the Euler-Rodrigues formula.
+
+    ``exp(S(θ)) = I + sin|θ|/|θ| S(θ) + (1 - cos|θ|)/|θ|² S(θ)²``, exact as ``θ → 0``.
+
+    Parameters
+    ----------
+    theta : array, (..., 3) float
+        Rotation vectors [rad].
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        Rotation matrices [-].
+    """
     xp = array_module(theta)
     angle = xp.sqrt(dot(theta, theta))
     a = xp.sinc(angle / np.pi)  # sin x / x
@@ -326,7 +640,18 @@ def so3_exp(theta):
 
 
 def so3_log(R):
-    """Rotation vector of a rotation matrix (angle in ``[0, π]``), through its quaternion."""
+    """Rotation vector of a rotation matrix (angle in ``[0, π]``), through its quaternion.
+
+    Parameters
+    ----------
+    R : array, (..., 3, 3) float
+        Rotation matrices [-].
+
+    Returns
+    -------
+    array, (..., 3) float
+        Rotation vectors [rad].
+    """
     return quat_to_rotvec(quat_from_matrix(R))
 
 
@@ -438,9 +763,23 @@ def _check_last(arr, k, name):
 def so3_tangent(theta):
     """Tangent operator (15): ``T_SO3(θ) = I - (1-cos|θ|)/|θ|² S(θ) + (|θ|-sin|θ|)/|θ|³ S(θ)²``.
 
-    ``theta``: (..., 3) float64, rotation vector [rad]. Returns (..., 3, 3). For
-    ``R(t) = exp(S(θ(t)))`` the body angular velocity is ``Ω = T_SO3(θ) θ̇`` (right
+    For ``R(t) = exp(S(θ(t)))`` the body angular velocity is ``Ω = T_SO3(θ) θ̇`` (right
     trivialisation, ``Ṙ = R S(Ω)``). Exact at ``θ → 0`` (limits ½ and 1/6).
+
+    Parameters
+    ----------
+    theta : array, (..., 3) float
+        Rotation vectors [rad].
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        ``T_SO3(θ)`` [-].
+
+    Raises
+    ------
+    ValueError
+        ``theta``'s last axis is not of length 3.
     """
     _check_last(theta, 3, "theta")
     xp = array_module(theta)
@@ -451,11 +790,25 @@ def so3_tangent(theta):
 
 
 def so3_tangent_inv(theta):
-    """Inverse tangent operator (16): ``T_SO3⁻¹(θ) = I + ½ S(θ) + k1 S(θ)²``,
-    ``k1 = (1 - (|θ|/2) cot(|θ|/2))/|θ|²`` (the coefficient (76); → 1/12 at 0).
+    """Inverse tangent operator (16): ``T_SO3⁻¹(θ) = I + ½ S(θ) + k1 S(θ)²``.
 
-    ``theta``: (..., 3) float64, rotation vector [rad], ``|θ| < 2π``. Returns (..., 3, 3);
+    ``k1 = (1 - (|θ|/2) cot(|θ|/2))/|θ|²`` (the coefficient (76); → 1/12 at 0);
     ``θ̇ = T_SO3⁻¹(θ) Ω``.
+
+    Parameters
+    ----------
+    theta : array, (..., 3) float
+        Rotation vectors [rad], ``|θ| < 2π``.
+
+    Returns
+    -------
+    array, (..., 3, 3) float
+        ``T_SO3⁻¹(θ)`` [-].
+
+    Raises
+    ------
+    ValueError
+        ``theta``'s last axis is not of length 3.
     """
     _check_last(theta, 3, "theta")
     xp = array_module(theta)
@@ -467,7 +820,20 @@ def so3_tangent_inv(theta):
 def se3_hat(n):
     """The 4×4 Lie-algebra matrix (7) of ``n = [n_T, n_R]``: ``[[S(n_R), n_T], [0, 0]]``.
 
-    ``n``: (..., 6) float64 [length, rad] (or a velocity [length/time, 1/time]).
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        ``[n_T, n_R]`` [L, rad] (or a velocity ``[U, Ω]`` [L/T, 1/T]).
+
+    Returns
+    -------
+    array, (..., 4, 4) float
+        The matrices ``n̂``.
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     xp = array_module(n)
@@ -479,8 +845,22 @@ def se3_hat(n):
 def se3_ad(n):
     """Adjoint matrix ``ad_n = [[S(n_R), S(n_T)], [0, S(n_R)]]`` (6×6), ``ad_n m = [n, m]``.
 
-    ``n``: (..., 6) float64 ``[n_T, n_R]``. This is the block matrix of (74) before the
-    factor ``D̄⁻¹``.
+    This is the block matrix of (74) before the factor ``D̄⁻¹``.
+
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        ``[n_T, n_R]`` [L, rad] (or a velocity [L/T, 1/T]).
+
+    Returns
+    -------
+    array, (..., 6, 6) float
+        The matrices ``ad_n``.
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     xp = array_module(n)
@@ -492,9 +872,23 @@ def se3_ad(n):
 def se3_exp(n):
     """Exponential map (13): ``exp_SE3(n) = [[exp_SO3(n_R), T_SO3ᵀ(n_R) n_T], [0, 1]]``.
 
-    ``n``: (..., 6) float64, incremental motion vector ``[n_T, n_R]`` [length, rad].
-    Returns ``H``: (..., 4, 4). ``T_SO3ᵀ(n_R) n_T = n_T + a n_R × n_T + b n_R × (n_R × n_T)``
-    with ``a``, ``b`` of (15); exact as ``n_R → 0`` (then ``H = [[I, n_T], [0, 1]]``).
+    ``T_SO3ᵀ(n_R) n_T = n_T + a n_R × n_T + b n_R × (n_R × n_T)`` with ``a``, ``b`` of
+    (15); exact as ``n_R → 0`` (then ``H = [[I, n_T], [0, 1]]``).
+
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        Incremental motion vectors ``[n_T, n_R]`` [L, rad].
+
+    Returns
+    -------
+    H : array, (..., 4, 4) float
+        Homogeneous matrices ``[[R, x], [0, 1]]`` (``x`` [L]).
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     xp = array_module(n)
@@ -506,11 +900,27 @@ def se3_exp(n):
 
 
 def se3_exp_parts(n):
-    """(13) as ``(R, x)``: ``R = exp_SO3(n_R)`` (..., 3, 3) and ``x = T_SO3ᵀ(n_R) n_T`` (..., 3).
+    """The exponential map (13) as ``(R, x)``: ``R = exp_SO3(n_R)`` and ``x = T_SO3ᵀ(n_R) n_T``.
 
-    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Cheaper than :func:`se3_exp`
-    when only the rotation and translation are needed (``H exp(n)`` is
-    ``(R_H R, x_H + R_H x)``).
+    Cheaper than :func:`se3_exp` when only the rotation and translation are needed
+    (``H exp(n)`` is ``(R_H R, x_H + R_H x)``).
+
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        Incremental motion vectors ``[n_T, n_R]`` [L, rad].
+
+    Returns
+    -------
+    R : array, (..., 3, 3) float
+        Rotation matrices [-].
+    x : array, (..., 3) float
+        Translations [L].
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     nT, nR = n[..., :3], n[..., 3:]
@@ -528,8 +938,22 @@ def se3_tangent(n):
     ``T_TR = -a S(n_T) + b (S(n_T) S(n_R) + S(n_R) S(n_T)) + (n_R·n_T)(-a'/θ S(n_R) + b'/θ S(n_R)²)``,
     ``a``, ``b`` of (15), ``θ = |n_R|`` (the directional derivative of (15) along ``n_T``).
 
-    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Returns (..., 6, 6). The inverse
-    is :func:`se3_tangent_inv`.
+    The inverse is :func:`se3_tangent_inv`.
+
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        ``[n_T, n_R]`` [L, rad].
+
+    Returns
+    -------
+    array, (..., 6, 6) float
+        ``T_SE3(n)`` (the off-diagonal block [L]).
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     xp = array_module(n)
@@ -556,7 +980,20 @@ def se3_tangent_inv(n):
     ``k2 = (n_R·n_T)/(2θ⁴) (θ²/(1 - cos θ) + θ cot(θ/2) - 4)`` (77), ``θ = |n_R| < 2π``.
     Equivalently ``I + ½ ad_n + K(n) ad_n²`` with ``K`` of (75) (see (73)).
 
-    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]. Returns (..., 6, 6).
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        ``[n_T, n_R]`` [L, rad], ``|n_R| < 2π``.
+
+    Returns
+    -------
+    array, (..., 6, 6) float
+        ``T_SE3⁻¹(n)`` (the off-diagonal block [L]).
+
+    Raises
+    ------
+    ValueError
+        ``n``'s last axis is not of length 6.
     """
     _check_last(n, 6, "n")
     xp = array_module(n)
@@ -575,11 +1012,27 @@ def se3_tangent_inv(n):
 def se3_tangent_inv_apply(n, v):
     """``T_SE3⁻¹(n) v`` without forming the 6×6 matrix (same formula as :func:`se3_tangent_inv`).
 
-    ``n``: (..., 6) float64 ``[n_T, n_R]`` [length, rad]; ``v``: (..., 6) float64
-    ``[U, Ω]`` [length/time, 1/time]. Returns ``ṅ``: (..., 6). With ``u × (u × ·)`` for
-    ``S(u)²``: ``ṅ_R = Ω + ½ n_R × Ω + k1 n_R × (n_R × Ω)``,
+    With ``u × (u × ·)`` for ``S(u)²``: ``ṅ_R = Ω + ½ n_R × Ω + k1 n_R × (n_R × Ω)``,
     ``ṅ_T = U + ½ n_R × U + k1 n_R × (n_R × U) + ½ n_T × Ω
-    + k1 (n_T × (n_R × Ω) + n_R × (n_T × Ω)) + k2 n_R × (n_R × Ω)``.
+    + k1 (n_T × (n_R × Ω) + n_R × (n_T × Ω)) + k2 n_R × (n_R × Ω)``, with ``k1`` (76)
+    and ``k2`` (77).
+
+    Parameters
+    ----------
+    n : array, (..., 6) float
+        ``[n_T, n_R]`` [L, rad], ``|n_R| < 2π``.
+    v : array, (..., 6) float
+        Velocities ``[U, Ω]`` [L/T, 1/T] (broadcasting the leading axes with ``n``).
+
+    Returns
+    -------
+    array, (..., 6) float
+        ``ṅ = [ṅ_T, ṅ_R]`` [L/T, 1/T].
+
+    Raises
+    ------
+    ValueError
+        The last axis of ``n`` or ``v`` is not of length 6.
     """
     _check_last(n, 6, "n")
     _check_last(v, 6, "v")

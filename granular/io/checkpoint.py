@@ -25,7 +25,10 @@ META_KEY = "__granular_meta__"
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be written or read; the message names the path and why."""
+    """A checkpoint that cannot be written or read; the message names the path and why.
+
+    A subclass of ``ValueError``.
+    """
 
 
 def _host_array(path, name, value) -> np.ndarray:
@@ -43,9 +46,31 @@ def _host_array(path, name, value) -> np.ndarray:
 
 
 def save_checkpoint(path: str, arrays: dict, meta: dict) -> None:
-    """Write ``arrays`` (name -> host ``np.ndarray``, any non-object dtype and shape) and
-    ``meta`` (a JSON-serialisable dict: str keys; tuples come back as lists; floats
-    round-trip exactly, NaN and inf included) to ``path`` atomically."""
+    """Write ``arrays`` and ``meta`` to the checkpoint ``path`` atomically.
+
+    The file is written under a temporary name in the same directory, flushed to disk
+    and renamed over ``path``: a run killed while saving leaves the previous checkpoint
+    intact. Arrays keep their dtype, byte order, memory order and every bit.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint file (``.npz``); replaced if it exists.
+    arrays : dict of str to ndarray
+        Host arrays of any shape and non-object dtype, by name (non-empty, without
+        slashes, not :data:`META_KEY`). Device arrays must be copied to the host first.
+    meta : dict
+        JSON-serialisable meta data: str keys; tuples come back as lists; floats
+        round-trip exactly, NaN and inf included.
+
+    Raises
+    ------
+    CheckpointError
+        ``arrays`` or ``meta`` not a dict, a bad array name, an object or non-host
+        array, or ``meta`` not JSON-serialisable.
+    OSError
+        The file cannot be written (the previous file, if any, is left as it was).
+    """
     path = os.fspath(path)
     if not isinstance(arrays, dict):
         raise CheckpointError(f"checkpoint {path}: arrays must be a dict of name -> array, got {type(arrays).__name__}")
@@ -70,8 +95,27 @@ def save_checkpoint(path: str, arrays: dict, meta: dict) -> None:
 
 
 def load_checkpoint(path: str) -> tuple[dict[str, np.ndarray], dict]:
-    """``(arrays, meta)`` as saved by :func:`save_checkpoint`. :class:`CheckpointError`
-    naming ``path`` if the file is missing, truncated, corrupt or not a checkpoint."""
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint file.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        The arrays as saved (dtype, shape and values bit for bit), host NumPy arrays.
+    meta : dict
+        The meta data (tuples saved come back as lists).
+
+    Raises
+    ------
+    CheckpointError
+        Naming ``path``: the file is missing, truncated, corrupt or not a checkpoint
+        (no meta data, or meta data that are not a JSON object); pickled arrays are
+        refused.
+    """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise CheckpointError(f"checkpoint {path}: no such file")

@@ -62,8 +62,27 @@ def _parse(path: str) -> tuple[list[str], list[tuple[str, list[float]]]]:
 
 
 def read_series(path: str) -> dict[str, np.ndarray]:
-    """The series at ``path`` as column name -> (T,) float64 array, in file column order.
-    ValueError naming the path (and line) for a missing or malformed file."""
+    """Read the series at ``path``: one array per column, in file column order.
+
+    An unterminated last line (an interrupted write) is ignored.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV series file.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Column name -> (T,) float64 array, ``T`` the number of complete rows; the first
+        column is ``time`` [T].
+
+    Raises
+    ------
+    ValueError
+        Naming the path (and line): a missing file, a bad header, or a row that is not
+        one number per column.
+    """
     cols, rows = _parse(path)
     data = np.array([v for _, v in rows], dtype=np.float64).reshape(len(rows), len(cols))
     return {c: data[:, j].copy() for j, c in enumerate(cols)}
@@ -76,6 +95,28 @@ class SeriesWriter:
     header ``columns`` (a list of names, the first one ``time``). :meth:`append` writes a
     row; :meth:`resume` continues an existing file. Use as a context manager or call
     :meth:`close`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file, written atomically with the header, then appended to.
+    columns : list of str
+        Column names: non-empty, unique, without commas, quotes, newlines or outer
+        spaces; the first one ``time``.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    columns : list of str
+        The column names, in file order.
+
+    Raises
+    ------
+    ValueError
+        Bad ``columns``.
+    OSError
+        The file cannot be written.
     """
 
     def __init__(self, path: str, columns: list[str]):
@@ -97,6 +138,23 @@ class SeriesWriter:
         from) and an unterminated last line are removed, by rewriting the file
         atomically; ``after_time=None`` keeps every complete row. The columns are those
         of the file's header.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            An existing series file.
+        after_time : float or None
+            Keep the rows with ``time <= after_time`` [T]; ``None``: all.
+
+        Returns
+        -------
+        SeriesWriter
+            A writer appending to the file.
+
+        Raises
+        ------
+        ValueError
+            As :func:`read_series` for a missing or malformed file.
         """
         cols, rows = _parse(path)
         t_cut = None if after_time is None else float(after_time)
@@ -106,7 +164,19 @@ class SeriesWriter:
         return self
 
     def append(self, row: dict) -> None:
-        """Write one row: ``row`` maps every column name to a real scalar (no more, no less)."""
+        """Write one row and flush it (one write: a killed run leaves whole lines).
+
+        Parameters
+        ----------
+        row : dict of str to float
+            Every column name mapped to a real scalar (no more, no less), written with
+            ``%.17g``.
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, or a column is missing, unknown or not a real scalar.
+        """
         if self._file is None:
             raise ValueError(f"{self.path}: the series writer is closed")
         if not isinstance(row, dict):
@@ -136,6 +206,7 @@ class SeriesWriter:
             os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Flush the rows to disk (:meth:`sync`) and close the file; closing twice is harmless."""
         if self._file is not None:
             self.sync()
             self._file.close()

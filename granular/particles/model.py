@@ -4,7 +4,7 @@
 
 =============  ========  ===================================================
 ``mass``       (N,)      particle mass ``m`` [M], > 0
-``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²], > 0
+``inertia``    (N,)      scalar moment of inertia ``J`` [M L²], > 0
 ``radius``     (N,)      radius [L], > 0
 ``forces``     list      interaction families (:mod:`granular.particles.forces`)
 ``bonds``                the :class:`~granular.particles.forces.Bonds` family or ``None``
@@ -134,9 +134,13 @@ def _orientations(n, orientation, alpha, rotvec):
 
 
 class ModelBuilder:
-    """Collects particles, bonds, contacts, walls and fields on the host; :meth:`finalize`
-    checks the whole (placement included: :mod:`granular.particles.placement`) and moves it
-    to a backend as a :class:`Model`.
+    """Collect particles, bonds, contacts, walls and fields on the host, then build a :class:`Model`.
+
+    Every input is checked when it is added (an error names the argument, the particle
+    or bond, and what is allowed); :meth:`finalize` checks the whole (placement included:
+    :mod:`granular.particles.placement`) and moves it to a backend as a :class:`Model`.
+    The builder takes no arguments. Particles are numbered ``0, 1, ...`` in the order
+    they are added, bonds and walls likewise.
 
     Examples
     --------
@@ -176,6 +180,7 @@ class ModelBuilder:
 
     @property
     def particle_count(self) -> int:
+        """Number of particles added so far (the index the next particle gets)."""
         return self._n
 
     def add_particles(
@@ -192,14 +197,49 @@ class ModelBuilder:
         radius=0.5,
         material=None,
     ) -> np.ndarray:
-        """Add ``K`` spherical particles; returns their indices, (K,) int64.
+        """Add ``K`` spherical particles; return their indices.
 
-        ``x`` (K, 3); ``v``, ``omega`` (spatial Ω) (K, 3) or (3,); orientation as one of
-        ``orientation`` (unit quaternions, (K, 4) or (4,)), ``alpha`` (RRP) or ``rotvec``
-        (rotation vectors), identity if none; ``mass``, ``inertia`` (scalar ``J``),
-        ``radius``: scalar or (K,), each > 0. ``material``: the name of a material
-        (:meth:`add_material`); then ``mass`` and ``inertia`` default to those of solid
-        spheres of its density (``ρ 4/3 π r³``, ``2/5 m r²``), else to 1.
+        The orientation is given as at most one of ``orientation``, ``alpha`` and
+        ``rotvec`` (the identity if none); every value must be finite.
+
+        Parameters
+        ----------
+        x : array_like, (K, 3) float
+            Centre positions [L].
+        v : array_like, (K, 3) or (3,) float, optional
+            Velocities [L/T]; a (3,) vector is given to every particle. Default zero.
+        orientation : array_like, (K, 4) or (4,) float, optional
+            Unit quaternions ``(q0, q1, q2, q3)``, scalar first [-]; ``| |q| - 1 |`` at
+            most :data:`UNIT_QUATERNION_TOL`, then normalised.
+        alpha : array_like, (K, 3) or (3,) float, optional
+            Rescaled Rodrigues parameters, eq. (3) of paper 003 [-].
+        rotvec : array_like, (K, 3) or (3,) float, optional
+            Rotation vectors ``θ`` [rad].
+        omega : array_like, (K, 3) or (3,) float, optional
+            Spatial angular velocities ``Ω`` [1/T]. Default zero.
+        mass : float or array_like, (K,) float, optional
+            Masses ``m`` [M], > 0. Default: with ``material``, solid spheres of its density,
+            ``ρ 4/3 π r³``; else 1.
+        inertia : float or array_like, (K,) float, optional
+            Scalar moments of inertia ``J`` [M L²], > 0. Default: with ``material``,
+            ``2/5 m r²`` with ``m`` the density's sphere mass ``ρ 4/3 π r³`` (also when
+            ``mass`` is given); else 1.
+        radius : float or array_like, (K,) float, optional
+            Radii [L], > 0. Default 0.5.
+        material : str, optional
+            Name of a material of :meth:`add_material` (the dissipative contact law).
+
+        Returns
+        -------
+        ndarray, (K,) int64
+            Indices of the new particles, consecutive from :attr:`particle_count`.
+
+        Raises
+        ------
+        ValueError
+            A value of the wrong shape, non-finite, not > 0 where it must be, a quaternion
+            that is not of unit length, more than one orientation form, or an unknown
+            ``material``; the message names the argument and the particle of this call.
         """
         xa = np.array(x, dtype=np.float64)
         if xa.ndim != 2 or xa.shape[1] != 3:
@@ -228,23 +268,81 @@ class ModelBuilder:
         return np.arange(first, self._n, dtype=np.int64)
 
     def add_particle(self, x, v=(0.0, 0.0, 0.0), **kwargs) -> int:
-        """Add one particle (arguments as :meth:`add_particles` for K = 1); returns its index."""
+        """Add one particle; return its index.
+
+        Parameters
+        ----------
+        x : array_like, (3,) float
+            Centre position [L].
+        v : array_like, (3,) float, optional
+            Velocity [L/T]. Default zero.
+        **kwargs
+            ``orientation`` (4,), ``alpha`` (3,), ``rotvec`` (3,), ``omega`` (3,),
+            ``mass``, ``inertia``, ``radius`` (scalars) and ``material``, as in
+            :meth:`add_particles` for ``K = 1``.
+
+        Returns
+        -------
+        int
+            Index of the new particle.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`add_particles`.
+        """
         for key in ("orientation", "alpha", "rotvec"):
             if kwargs.get(key) is not None:
                 kwargs[key] = np.asarray(kwargs[key], dtype=np.float64)[None, :]
         return int(self.add_particles(np.asarray(x, dtype=np.float64)[None, :], v, **kwargs)[0])
 
     def set_gravity(self, g) -> None:
-        """Uniform gravitational acceleration ``g`` (3,) for all particles."""
+        """Set a uniform gravitational acceleration for all particles.
+
+        The field's energy is ``U_gravity = -Σ m_i g·x_i`` and its force ``F_i = m_i g``
+        (:class:`~granular.particles.forces.UniformGravity`). A second call replaces the
+        first.
+
+        Parameters
+        ----------
+        g : array_like, (3,) float
+            Acceleration [L/T²].
+
+        Raises
+        ------
+        ValueError
+            ``g`` is not 3 finite numbers.
+        """
         self._gravity = _vectors("gravity", g, 1)[0]
 
     def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
         """Make particles 3D pendula about fixed pivots, eq. (39): ``U = -m g e·Rρ0``.
 
-        ``particles``: index or (K,) indices (each at most once over all pendulum calls);
-        ``rho0``: body-frame vector pivot → centre of mass, (3,) or (K, 3); ``g`` > 0;
-        ``vertical``: the unit vector ``e`` of (39). The particle's ``inertia`` is taken as
-        the scalar inertia about the pivot.
+        The particle's ``inertia`` is taken as the scalar inertia about the pivot; the
+        potential acts on the rotation only (the position stands for the pivot and feels
+        no force), with the spatial moment ``RM = m g (Rρ0) × e``
+        (:class:`~granular.particles.forces.PendulumPotential`, ``docs/physics.md``). The
+        weight ``m g`` uses the particle's mass at :meth:`finalize`. The invariants (41b),
+        (41c) are :func:`~granular.particles.diagnostics.pendulum_invariants`.
+
+        Parameters
+        ----------
+        particles : int or array_like, (K,) int
+            Particle indices, each at most once over all pendulum calls.
+        rho0 : array_like, (3,) or (K, 3) float, optional
+            Body-frame vector pivot → centre of mass ``ρ0`` [L]. Default ``(0, 0, 1)``.
+        g : float or array_like, (K,) float, optional
+            Gravitational acceleration [L/T²], > 0. Default 1.
+        vertical : array_like, (3,) float, optional
+            The unit vector ``e`` of (39) [-] (norm 1 to 1e-12), shared by the ``K``
+            pendula. Default ``(0, 0, 1)``.
+
+        Raises
+        ------
+        ValueError
+            Indices that are not integers or out of range, a particle already attached to
+            a pendulum, a non-finite ``rho0``, ``g`` not > 0, or ``vertical`` not a unit
+            vector.
         """
         idx = np.atleast_1d(np.asarray(particles))
         if idx.dtype.kind not in "iu" or idx.ndim != 1:
@@ -263,14 +361,44 @@ class ModelBuilder:
         self._pendula.append((idx.astype(np.int64), r, gg, e))
 
     def add_bonds(self, pairs, ka=0.0, ks=0.0, km=0.0, strain_max=np.inf, angle_max=np.inf) -> np.ndarray:
-        """Bond particle pairs with binder stiffnesses (paper 003, Sect. 4); returns bond ids.
+        """Bond particle pairs with binder stiffnesses (paper 003, Sect. 4); return the bond ids.
 
-        ``pairs`` (B, 2) particle indices (each unordered pair at most once); ``ka`` (axial
-        U^a), ``ks`` (shear U^s), ``km`` (bending and torsion U^m): scalars or (B,), >= 0
-        [M L²/T²]; ``strain_max`` (on ``|r/r0 - 1|``) and ``angle_max`` (on the relative
-        rotation angle, rad): breakage thresholds, > 0, ``inf`` (default) for none. Rest
-        length, rest directions and reference relative rotation are taken from the
-        initial configuration at :meth:`finalize`.
+        Each bond carries the energies U^m (44)-(50), U^a (51)-(52) and U^s (53)-(55) of
+        :mod:`granular.particles.forces.bonds` (the shear energy in the reading of
+        ``docs/physics.md``). Rest length, rest directions and reference relative rotation
+        are taken from the initial configuration at :meth:`finalize`. A bond breaks for
+        good when ``|r/r0 - 1| > strain_max`` or its relative rotation angle exceeds
+        ``angle_max``.
+
+        Parameters
+        ----------
+        pairs : array_like, (B, 2) int
+            Particle indices of the bond ends; each unordered pair at most once (within
+            a call here, across calls at :meth:`finalize`), no particle bonded to itself.
+        ka : float or array_like, (B,) float, optional
+            Axial stiffness ``K^a`` of ``U^a = ½ K^a (r/r0 - 1)²`` [M L²/T²], >= 0. Default 0.
+        ks : float or array_like, (B,) float, optional
+            Shear stiffness ``K^s`` of U^s [M L²/T²], >= 0. Default 0.
+        km : float or array_like, (B,) float, optional
+            Bending and torsion stiffness ``K^m`` of ``U^m = ½ K^m |θ|²`` [M L²/T²], >= 0.
+            Default 0.
+        strain_max : float or array_like, (B,) float, optional
+            Breakage threshold on ``|r/r0 - 1|`` [-], > 0; ``inf`` (default): never.
+        angle_max : float or array_like, (B,) float, optional
+            Breakage threshold on the relative rotation angle ``|θ|`` [rad], > 0; ``inf``
+            (default): never.
+
+        Returns
+        -------
+        ndarray, (B,) int64
+            Ids of the new bonds, consecutive after those of earlier calls.
+
+        Raises
+        ------
+        ValueError
+            ``pairs`` not integer of shape (B, 2), an index out of range, a particle
+            bonded to itself, a pair repeated within the call, a stiffness not finite and
+            >= 0, or a threshold not > 0; the message names the bond.
         """
         p = np.asarray(pairs)
         if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
@@ -302,10 +430,41 @@ class ModelBuilder:
 
     def add_material(self, name, young, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
                      rolling_friction=0.0, twisting_friction=0.0) -> int:  # fmt: skip
-        """A material for the dissipative contact law (:mod:`granular.particles.forces.materials`,
-        ``docs/contacts.md``); particles and walls name it. Once any particle has a
-        material, every contact follows that law (and every particle and wall needs a
-        material). Returns the material's index."""
+        """Define a material for the dissipative contact law; return its index.
+
+        Particles (:meth:`add_particles`) and walls (:meth:`add_wall`) name it. Once any
+        particle has a material, every contact follows that law
+        (:mod:`granular.particles.forces.materials`, ``docs/contacts.md``), and every
+        particle and wall needs a material.
+
+        Parameters
+        ----------
+        name : str
+            Non-empty name, not defined before.
+        young : float
+            Young's modulus ``E`` [M/(L T²)], > 0.
+        poisson : float, optional
+            Poisson's ratio ``ν`` [-], in (-1, 0.5]. Default 0.3.
+        density : float, optional
+            Density ``ρ`` [M/L³], > 0: the default mass and inertia of spheres of the
+            material. Default 1.
+        restitution : float, optional
+            Coefficient of restitution ``e`` [-], in [0.01, 1] (1: elastic). Default 1.
+        friction, rolling_friction, twisting_friction : float, optional
+            Sliding, rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``
+            [-], >= 0. Default 0.
+
+        Returns
+        -------
+        int
+            Index of the material (0, 1, ... in the order of definition).
+
+        Raises
+        ------
+        ValueError
+            A bad or repeated name, or a value out of range (the message names the
+            material and the field).
+        """
         if not isinstance(name, str) or not name:
             raise ValueError(f"material name: must be a non-empty string, got {name!r}")
         if name in self._materials:
@@ -317,15 +476,42 @@ class ModelBuilder:
 
     def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted",
                      allow_initial_overlap=False) -> None:  # fmt: skip
-        """Particle-particle contact U^pp (56)-(57) between overlapping pairs, stiffness
-        ``kpp`` >= 0 [M L²/T²]. ``bonded_contacts=False`` leaves bonded pairs out;
-        ``search``: ``"cells"`` (neighbour list with ``skin`` [L], default 0.4 × the
-        largest radius) or ``"all-pairs"`` (see :class:`~granular.particles.forces.ParticleContacts`).
-        With materials (:meth:`add_material`) the dissipative law replaces U^pp and
-        ``kpp`` is not used; ``velocity``: the velocity its damping and friction see,
-        ``"predicted"`` or ``"half"`` (``docs/contacts.md``). :meth:`finalize` refuses
-        particles that overlap at the start unless ``allow_initial_overlap`` (and
-        coincident ones always: their contact has no direction)."""
+        """Set the particle-particle contact U^pp (56)-(57) between overlapping pairs.
+
+        The law is ``U^pp = (2/5) K^pp [1 - r/(r_i + r_j)]_+^{5/2}`` (the factor of (56)
+        as ``docs/physics.md`` reads it). With materials (:meth:`add_material`) the
+        dissipative law replaces U^pp (then ``kpp`` must be left out) and acts even
+        without this call, which then only sets the other options. :meth:`finalize`
+        refuses particles that overlap at the start unless ``allow_initial_overlap`` (and
+        coincident ones always: their contact has no direction). A second call replaces
+        every setting of the first.
+
+        Parameters
+        ----------
+        kpp : float, optional
+            Contact stiffness ``K^pp`` [M L²/T²], >= 0; also the default stiffness of the
+            walls. Required without materials.
+        bonded_contacts : bool, optional
+            Whether bonded pairs also interact by contact (default, as in the paper);
+            ``False`` leaves bonded pairs out.
+        search : {"cells", "all-pairs"}, optional
+            ``"cells"`` (default): a neighbour list with the margin ``skin``;
+            ``"all-pairs"``: every pair, no list (not with materials); see
+            :class:`~granular.particles.forces.ParticleContacts`.
+        skin : float, optional
+            Neighbour-list margin [L], finite and >= 0. Default 0.4 × the largest radius.
+        velocity : {"predicted", "half"}, optional
+            The velocity the dissipative law's damping and friction see
+            (``docs/contacts.md``). Default ``"predicted"``.
+        allow_initial_overlap : bool, optional
+            Accept particles that overlap at the start. Default ``False``.
+
+        Raises
+        ------
+        ValueError
+            ``kpp`` not finite and >= 0, or an unknown ``search`` or ``velocity``, or a
+            ``skin`` not finite and >= 0.
+        """
         if velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
         self._velocity = velocity
@@ -340,10 +526,42 @@ class ModelBuilder:
         self._contact_search = (search, skin)
 
     def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False) -> int:
-        """Planar wall ``n·x = offset`` (``normal`` is normalised and points into the allowed
-        side); stiffness ``k`` >= 0, default the contact stiffness; ``material``: its
-        material under the dissipative law. :meth:`finalize` refuses particles that start
-        inside or behind the wall unless ``allow_initial_overlap``. Returns the wall id."""
+        """Add a planar wall ``n·x = offset``; return its id.
+
+        ``n = normal/|normal|`` points into the allowed side. Without materials the wall
+        acts by the contact law (56)-(57) with the distance of the centre from the plane
+        in place of ``r`` and the particle's radius as the reach (``docs/physics.md``);
+        with materials, by the dissipative law. :meth:`finalize` refuses particles that
+        start inside or behind the wall unless ``allow_initial_overlap``.
+
+        Parameters
+        ----------
+        normal : array_like, (3,) float
+            Normal of the plane [-], finite and non-zero (normalised here).
+        offset : float, optional
+            Offset ``c`` of the plane ``n·x = c`` along the unit normal [L]. Default 0.
+        k : float, optional
+            Stiffness [M L²/T²], >= 0. Default: the contact stiffness ``kpp`` of
+            :meth:`set_contacts` as it is at :meth:`finalize` (an error there if there is
+            none and no materials).
+        material : str, optional
+            The wall's material under the dissipative law (:meth:`add_material`);
+            required with materials, refused without.
+        allow_initial_overlap : bool, optional
+            Accept particles that start inside or behind this wall. Default ``False``.
+
+        Returns
+        -------
+        int
+            Id of the wall (0, 1, ... in the order of the calls).
+
+        Raises
+        ------
+        ValueError
+            ``normal`` not 3 finite numbers or of zero length, ``offset`` not finite,
+            ``k`` not finite and >= 0, or an unknown ``material``; the message names the
+            wall.
+        """
         wid = len(self._walls)
         mat = -1
         if material is not None:
@@ -369,7 +587,38 @@ class ModelBuilder:
         return wid
 
     def finalize(self, backend="auto", dtype=np.float64) -> "Model":
-        """Move everything to ``backend`` (name or :class:`Backend`) and return the ``Model``."""
+        """Check the whole model, move it to ``backend`` and return the :class:`Model`.
+
+        Builds the interaction families in the order gravity, pendulum, bonds, contacts,
+        walls. Each bond is oriented by its reference geometry (end ``a`` has the
+        lexicographically smaller initial position), so its quantities do not depend on
+        the numbering. The builder is left as it is.
+
+        Parameters
+        ----------
+        backend : {"auto", "cpu", "gpu"} or Backend, optional
+            Where the arrays live and the kernels run (:func:`~granular.get_backend`).
+            Default ``"auto"``.
+        dtype : {numpy.float64, numpy.float32}, optional
+            Float dtype of every array of the model and its states. Default float64.
+
+        Returns
+        -------
+        Model
+            The model, on ``backend``.
+
+        Raises
+        ------
+        ValueError
+            No particles; a ``dtype`` other than float64 or float32; an unknown backend
+            name; a bond repeated across :meth:`add_bonds` calls or of zero rest length;
+            overlapping (without ``allow_initial_overlap``) or coincident particles when
+            there are contacts; particles inside or behind a wall; ``set_contacts`` with
+            neither ``kpp`` nor materials; a wall without stiffness; materials on some
+            particles or walls but not all, or with ``kpp`` or ``search="all-pairs"``.
+        BackendError
+            ``backend="gpu"`` on a machine without a usable GPU.
+        """
         if self._n == 0:
             raise ValueError("the model has no particles; add some with add_particles()")
         if np.dtype(dtype) not in (np.float64, np.float32):
@@ -483,17 +732,44 @@ class ModelBuilder:
 class Model:
     """Fixed per-particle parameters and interaction families on one backend.
 
-    =============  ========  ===================================================
-    ``n``          int       number of particles ``N``
-    ``n_bonds``    int       number of bonds ``B``
-    ``mass``       (N,)      particle mass [M]
-    ``inertia``    (N,)      scalar moment of inertia ``J`` [mass·length²]
-    ``radius``     (N,)      radius [L]
-    ``forces``     list      interaction families (:mod:`granular.particles.forces`)
-    ``bonds``                the :class:`~granular.particles.forces.Bonds` family or ``None``
-    ``backend``              the :class:`~granular.backend.Backend` of every array
-    ``dtype``                float64 (default) or float32
-    =============  ========  ===================================================
+    Made by :meth:`ModelBuilder.finalize`, which checks the inputs; :meth:`state` makes a
+    fresh :class:`~granular.particles.state.State` at the initial conditions.
+
+    The attributes (arrays on ``backend``, of float dtype ``dtype``):
+
+    =============  ==============  =======================================================
+    ``n``          int             number of particles ``N``
+    ``n_bonds``    int             number of bonds ``B``
+    ``mass``       (N,) float      particle mass ``m`` [M]
+    ``inertia``    (N,) float      scalar moment of inertia ``J`` [M L²]
+    ``radius``     (N,) float      radius [L]
+    ``forces``     list            interaction families (:mod:`granular.particles.forces`), in
+                                   the order gravity, pendulum, bonds, contacts, walls
+    ``bonds``                      the :class:`~granular.particles.forces.Bonds` family or ``None``
+    ``law``                        the dissipative contact law
+                                   (:class:`~granular.particles.forces.contacts.ContactLaw`) or
+                                   ``None``
+    ``backend``                    the :class:`~granular.backend.Backend` of every array
+    ``dtype``      numpy.dtype     float64 (default) or float32
+    =============  ==============  =======================================================
+
+    Parameters
+    ----------
+    backend : Backend
+        The backend of every array.
+    dtype : {numpy.float64, numpy.float32}
+        Float dtype of the arrays.
+    mass, inertia, radius : array_like, (N,) float
+        Masses [M], scalar moments of inertia [M L²] and radii [L].
+    forces : list
+        Interaction families (:mod:`granular.particles.forces`).
+    initial : tuple of ndarray
+        Host initial conditions ``(x, v, q, omega)``: (N, 3) [L], (N, 3) [L/T], (N, 4)
+        unit quaternions [-], (N, 3) spatial angular velocities [1/T].
+    bonds : Bonds, optional
+        The bond family (also in ``forces``), or ``None``.
+    law : ContactLaw, optional
+        The dissipative contact law, or ``None``.
     """
 
     def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None, law=None):
@@ -514,18 +790,28 @@ class Model:
         self._zeros = None
 
     def state(self) -> State:
-        """A new state at the model's initial conditions (forces not yet evaluated)."""
+        """Make a new state at the model's initial conditions (forces not yet evaluated).
+
+        Returns
+        -------
+        State
+            Copies of the initial ``x``, ``v``, ``q``, ``omega`` on the model's backend in
+            its dtype; zero forces (``forces_valid`` false), intact bonds, ``time = 0``,
+            ``step = 0``; with the dissipative law zero wall springs (N, W, 8) and
+            dissipated energies (N, 4). Every call gives an independent state.
+        """
         x, v, q, omega = self._initial
         walls = self.force("walls")
         n_walls = None if self.law is None else (0 if walls is None else walls.count)
         return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds, n_walls)
 
     def bind_springs(self, state) -> None:
-        """Make the neighbour list's contact springs those of ``state``. The springs live
-        with the model's neighbour list (parallel to its rows); a model stepping several
-        states in turn keeps the springs of the one it leaves with that state (a host
-        copy, keyed by pair) and gives them back when it returns to it. A new state
-        starts without springs."""
+        """Internal plumbing of the step loop: make the neighbour list's contact springs those of ``state``.
+
+        The springs live with the model's neighbour list (parallel to its rows); a model
+        stepping several states in turn keeps the springs of the one it leaves with that
+        state (a host copy, keyed by pair) and gives them back when it returns to it. A
+        new state starts without springs. Nothing to do without the dissipative law."""
         if self.law is None:
             return
         nl = self.force("contacts").neighbors
@@ -542,7 +828,19 @@ class Model:
         nl.owner = weakref.ref(state)
 
     def force(self, kind: str):
-        """The interaction family of ``kind`` (e.g. ``"pendulum"``), or ``None``."""
+        """Return the interaction family of ``kind``, or ``None``.
+
+        Parameters
+        ----------
+        kind : {"gravity", "pendulum", "bonds", "contacts", "walls"}
+            The family's ``kind``.
+
+        Returns
+        -------
+        object or None
+            The family (a class of :mod:`granular.particles.forces`), ``None`` if the
+            model has none of that kind.
+        """
         for f in self.forces:
             if f.kind == kind:
                 return f
@@ -551,9 +849,11 @@ class Model:
     # ------------------------------------------------------------ kernel arguments
 
     def kernel_args(self) -> dict:
-        """The argument bundles of :mod:`kernels.layout` (device views): ``par``,
-        ``bonds``, ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (new arrays
-        after a neighbour-list regrow)."""
+        """Internal plumbing of the step loop: the kernels' argument bundles.
+
+        The bundles of :mod:`kernels.layout` (device views): ``par``, ``bonds``,
+        ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (new arrays after a
+        neighbour-list regrow)."""
         be, dt = self.backend, self.dtype
         if self._static_args is None:
             dev = be.kernels.to_device
@@ -570,10 +870,12 @@ class Model:
         return dict(self._static_args, contacts=pair[0], grid=pair[1])
 
     def dynamics(self, cfg, step=False) -> Dynamics:
-        """The ``Dynamics`` bundle of a state or configuration ``cfg`` (an object with
-        ``x``, ``q``, ``F``, ``RM``, ``broken`` and optionally ``v``, ``omega``,
-        ``released``, ``wall_springs``, ``dissipated``; missing velocities count as
-        zero, missing springs as none). With the dissipative law, ``step``: the bundle of
+        """Internal plumbing of the step loop: the ``Dynamics`` bundle of ``cfg``.
+
+        ``cfg`` is a state or configuration (an object with ``x``, ``q``, ``F``, ``RM``,
+        ``broken`` and optionally ``v``, ``omega``, ``released``, ``wall_springs``,
+        ``dissipated``; missing velocities count as zero, missing springs as none).
+        With the dissipative law, ``step``: the bundle of
         the step loop (the law's own ``vp``, ``wp``, written by the advance pass); else
         the force pass sees ``v`` and ``Ω`` themselves."""
         dev = self.backend.kernels.to_device
@@ -599,9 +901,11 @@ class Model:
         )  # fmt: skip
 
     def law_arrays(self, cfg=None) -> dict:
-        """The arrays of the dissipative law a ``Dynamics`` bundle carries (one-row or
-        empty placeholders without the law): the neighbour list's ``nbr``, ``count``,
-        ``x_ref``, ``hist``, and ``cfg``'s ``wall_springs`` and ``dissipated``."""
+        """Internal plumbing of the step loop: the dissipative law's arrays of a ``Dynamics`` bundle.
+
+        One-row or empty placeholders without the law; with it the neighbour list's
+        ``nbr``, ``count``, ``x_ref``, ``hist``, ``live``, and ``cfg``'s ``wall_springs``
+        and ``dissipated``."""
         xp = self.backend.xp
         if getattr(self, "_law_none", None) is None:
             dt = self.dtype
@@ -625,7 +929,7 @@ class Model:
         return out
 
     def accumulate_family(self, family: int, cfg) -> None:
-        """Add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""
+        """Internal plumbing of the step loop: add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""
         a = self.kernel_args()
         kern = self.backend.kernels
         kern.set_stream(0)
@@ -634,10 +938,12 @@ class Model:
     # ----------------------------------------------------------------- diagnostics
 
     def diagnostics_rows(self, cfg):
-        """Per-particle diagnostics (backend array (N, len(DIAGNOSTICS)), the model's
-        dtype): kinetic energies, potential energies by kind, momenta, broken bonds and
-        released energy (:data:`kernels.layout.DIAGNOSTICS`). A neighbour list is
-        brought up to date for ``cfg.x`` first."""
+        """Internal plumbing of the step loop: per-particle diagnostics at ``cfg``.
+
+        A backend array (N, len(DIAGNOSTICS)) in the model's dtype: kinetic energies,
+        potential energies by kind, momenta, broken bonds and released energy
+        (:data:`kernels.layout.DIAGNOSTICS`). A neighbour list is brought up to date for
+        ``cfg.x`` first."""
         contacts = self.force("contacts")
         if contacts is not None:
             contacts.ensure_list(cfg.x)
@@ -651,18 +957,20 @@ class Model:
         return self._diag_rows
 
     def diagnostics(self, cfg) -> dict:
-        """Totals over particles of :meth:`diagnostics_rows` (host floats, one read-back),
-        summed in float64."""
+        """Internal plumbing of the step loop: totals over particles of :meth:`diagnostics_rows`.
+
+        A dict of host floats (one read-back), summed in float64."""
         rows = self.diagnostics_rows(cfg)
         sums = self.backend.to_host(rows.sum(axis=0, dtype=np.float64))
         return {name: float(sums[k]) for k, name in enumerate(DIAGNOSTICS)}
 
     def family_energies(self, keys, cfg) -> dict:
+        """Internal plumbing of the step loop: the totals of :meth:`diagnostics` named by ``keys``."""
         d = self.diagnostics(cfg)
         return {k: d[k] for k in keys}
 
     def potential_energies(self, cfg) -> dict:
-        """``U_<kind>`` of every family the model has, at ``cfg``."""
+        """Internal plumbing of the step loop: ``U_<kind>`` of every family the model has, at ``cfg``."""
         d = self.diagnostics(cfg)
         return {k: d[k] for f in self.forces for k in f.energy_keys}
 

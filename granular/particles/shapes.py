@@ -11,10 +11,35 @@ from .model import ModelBuilder
 
 
 def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """``n_p`` points evenly on a circle of diameter ``ring_diameter`` about ``center`` in
-    the plane with unit ``normal``; (n_p, 3). The first point lies along the in-plane
-    direction closest to ``-e1`` (towards a wall at lower ``x``), so for the default
-    normal particle 0 is the one nearest a wall with normal ``e1``."""
+    """``n_p`` points evenly on a circle of diameter ``ring_diameter`` about ``center``.
+
+    The circle lies in the plane with unit normal ``normal``. The first point lies along
+    the in-plane direction closest to ``-e1`` (towards a wall at lower ``x``), so for
+    the default normal particle 0 is the one nearest a wall with normal ``e1`` (for a
+    normal along ``e1``, along ``e2``); the others follow counter-clockwise about
+    ``normal``.
+
+    Parameters
+    ----------
+    n_p : int
+        Number of points, >= 3.
+    ring_diameter : float
+        Diameter of the circle [L], > 0.
+    center : array_like, (3,) float, optional
+        Centre of the circle [L]. Default the origin.
+    normal : array_like, (3,) float, optional
+        Normal of the ring's plane [-], non-zero (normalised here). Default ``e3``.
+
+    Returns
+    -------
+    ndarray, (n_p, 3) float64
+        The points [L].
+
+    Raises
+    ------
+    ValueError
+        ``n_p < 3``, ``ring_diameter`` not > 0 or a zero ``normal``.
+    """
     if n_p < 3:
         raise ValueError(f"n_p: a ring needs at least 3 particles, got {n_p}")
     if not ring_diameter > 0:
@@ -38,10 +63,62 @@ def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal
               velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
               ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, bonded=True,
               material=None):  # fmt: skip
-    """The particle-binder torus of paper 003, Sect. 4.1: a closed chain of ``n_p`` spheres
-    of diameter ``D_p = D_t sin(π/n_p)`` (neighbours touch) on a ring of diameter
-    ``D_t = ring_diameter``, each bonded to its two neighbours (unless ``bonded`` is
-    false). Returns ``(particle_ids, bond_ids, D_p)``."""
+    """Add the particle-binder torus of paper 003, Sect. 4.1 to ``builder``.
+
+    A closed chain of ``n_p`` spheres of diameter ``D_p = D_t sin(π/n_p)`` (neighbours
+    touch) on a ring of diameter ``D_t = ring_diameter``, placed by
+    :func:`ring_positions`, each bonded to its two neighbours (unless ``bonded`` is
+    false): the ``k``-th bond joins spheres ``k`` and ``k + 1`` of the ring (the last
+    one closes it).
+
+    Parameters
+    ----------
+    builder : ModelBuilder
+        The builder to add to.
+    n_p : int, optional
+        Number of spheres ``N_p``, >= 3. Default 80.
+    ring_diameter : float, optional
+        Ring diameter ``D_t`` [L], > 0. Default 3.
+    center : array_like, (3,) float, optional
+        Centre of the ring [L]. Default the origin.
+    normal : array_like, (3,) float, optional
+        Normal of the ring's plane [-]. Default ``e3``.
+    velocity : array_like, (3,) or (n_p, 3) float, optional
+        Velocities [L/T]. Default zero.
+    omega : array_like, (3,) or (n_p, 3) float, optional
+        Spatial angular velocities [1/T]. Default zero.
+    mass : float, optional
+        Mass of each particle [M]. Default 1 (also with ``material``: given explicitly,
+        it is not taken from the density).
+    inertia : float, optional
+        Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
+    ka, ks, km : float, optional
+        Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
+        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        200, 200, 10 as in paper 003, Sect. 4.1.
+    strain_max : float, optional
+        Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
+    angle_max : float, optional
+        Bond breakage threshold on the relative rotation angle [rad]. Default ``inf``.
+    bonded : bool, optional
+        Bond the neighbours. Default ``True``.
+    material : str, optional
+        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+
+    Returns
+    -------
+    particle_ids : ndarray, (n_p,) int64
+        Indices of the spheres, in ring order.
+    bond_ids : ndarray, (n_p,) int64
+        Ids of the bonds (empty, (0,), when ``bonded`` is false).
+    D_p : float
+        Sphere diameter [L].
+
+    Raises
+    ------
+    ValueError
+        As :func:`ring_positions` and the builder's methods.
+    """
     x = ring_positions(n_p, ring_diameter, center, normal)
     d_p = ring_diameter * math.sin(math.pi / n_p)
     ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p,
@@ -54,8 +131,22 @@ def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal
 
 
 def lattice_bonds(shape) -> np.ndarray:
-    """Nearest-neighbour pairs (B, 2) of a simple-cubic lattice numbered x fastest:
-    particle ``(i, j, k)`` is ``i + nx (j + ny k)``."""
+    """Nearest-neighbour pairs of a simple-cubic lattice numbered x fastest.
+
+    Particle ``(i, j, k)`` is ``i + nx (j + ny k)``, as in :func:`lattice_positions`.
+
+    Parameters
+    ----------
+    shape : sequence of 3 int
+        ``(nx, ny, nz)``, particles along each axis.
+
+    Returns
+    -------
+    ndarray, (B, 2) int64
+        Particle pairs, first those along x, then y, then z (each with the smaller
+        index first); ``B = (nx-1) ny nz + nx (ny-1) nz + nx ny (nz-1)``. Indices start
+        at 0: add the first particle's index to bond a lattice added later.
+    """
     nx, ny, nz = (int(s) for s in shape)
     idx = np.arange(nx * ny * nz, dtype=np.int64).reshape(nz, ny, nx)
     pairs = [
@@ -67,7 +158,22 @@ def lattice_bonds(shape) -> np.ndarray:
 
 
 def lattice_positions(shape, spacing=1.0, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
-    """Centres of a simple-cubic lattice, (nx ny nz, 3), numbered x fastest."""
+    """Centres of a simple-cubic lattice, numbered x fastest.
+
+    Parameters
+    ----------
+    shape : sequence of 3 int
+        ``(nx, ny, nz)``, particles along each axis.
+    spacing : float, optional
+        Lattice spacing [L]. Default 1.
+    origin : array_like, (3,) float, optional
+        Centre of particle ``(0, 0, 0)`` [L]. Default the origin.
+
+    Returns
+    -------
+    ndarray, (nx ny nz, 3) float64
+        Centres [L]: particle ``i + nx (j + ny k)`` at ``origin + spacing (i, j, k)``.
+    """
     nx, ny, nz = (int(s) for s in shape)
     k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
     return np.asarray(origin, dtype=np.float64) + spacing * np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1)
@@ -75,8 +181,51 @@ def lattice_positions(shape, spacing=1.0, origin=(0.0, 0.0, 0.0)) -> np.ndarray:
 
 def add_block(builder, shape, spacing=1.0, origin=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0), mass=1.0, inertia=1.0,
               ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf, material=None):  # fmt: skip
-    """A bonded simple-cubic block of touching spheres (diameter ``spacing``): particles
-    numbered x fastest, bonds between nearest neighbours. Returns ``(particle_ids, bond_ids)``."""
+    """Add a bonded simple-cubic block of touching spheres (diameter ``spacing``) to ``builder``.
+
+    Particles are numbered x fastest (:func:`lattice_positions`), bonds join nearest
+    neighbours (:func:`lattice_bonds`).
+
+    Parameters
+    ----------
+    builder : ModelBuilder
+        The builder to add to.
+    shape : int or sequence of 3 int
+        ``(nx, ny, nz)``, spheres along each axis; an int ``n`` for ``(n, n, n)``.
+    spacing : float, optional
+        Lattice spacing and sphere diameter [L]. Default 1.
+    origin : array_like, (3,) float, optional
+        Centre of the first sphere [L]. Default the origin.
+    velocity : array_like, (3,) float, optional
+        Velocity of every sphere [L/T]. Default zero.
+    mass : float, optional
+        Mass of each particle [M]. Default 1 (also with ``material``: given explicitly,
+        it is not taken from the density).
+    inertia : float, optional
+        Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
+    ka, ks, km : float, optional
+        Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
+        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        200, 200, 10 as in paper 003, Sect. 4.1.
+    strain_max : float, optional
+        Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
+    angle_max : float, optional
+        Bond breakage threshold on the relative rotation angle [rad]. Default ``inf``.
+    material : str, optional
+        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+
+    Returns
+    -------
+    particle_ids : ndarray, (nx ny nz,) int64
+        Indices of the spheres.
+    bond_ids : ndarray, (B,) int64
+        Ids of the bonds, in the order of :func:`lattice_bonds`.
+
+    Raises
+    ------
+    ValueError
+        As the builder's methods.
+    """
     if isinstance(shape, (int, np.integer)):
         shape = (shape, shape, shape)
     first = builder.particle_count
@@ -97,11 +246,40 @@ BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, 
 
 def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
                          friction=False):  # fmt: skip
-    """The ``block_impact`` scene: an ``n``×``n``×``n`` bonded block of unit spheres (point
+    """A builder of the ``block_impact`` scene: a bonded block moving toward a wall.
+
+    An ``n``×``n``×``n`` bonded block (:func:`add_block`) of unit-diameter spheres (point
     contact, the torus' stiffnesses) moving at ``v0`` toward the wall ``x = 0`` (normal
-    ``e1``), its nearest face ``gap`` diameters away. ``friction``: the same block with
-    the dissipative contact law (:data:`BLOCK_MATERIAL`, for particles and wall) instead
-    of ``kpp``, masses and inertias still 1."""
+    ``e1``), its nearest face ``gap`` diameters away; the contact law is (56)-(57) of
+    paper 003 with stiffness ``kpp`` for pairs and wall. ``friction``: the same block
+    with the dissipative contact law (:data:`BLOCK_MATERIAL`, for particles and wall)
+    instead of ``kpp``, masses and inertias still 1.
+
+    Parameters
+    ----------
+    n : int, optional
+        Spheres along each edge. Default 10.
+    v0 : float, optional
+        Speed toward the wall [L/T]. Default 1.
+    gap : float, optional
+        Distance of the block's nearest face from the wall [L] (in diameters). Default 1.
+    kpp : float, optional
+        Contact stiffness of pairs and wall [M L²/T²] (not used with ``friction``).
+        Default 2100.
+    ka, ks, km : float, optional
+        Axial, shear and bending/torsion bond stiffnesses [M L²/T²]. Defaults 200,
+        200, 10.
+    search : {"cells", "all-pairs"}, optional
+        Contact search (:meth:`~granular.particles.model.ModelBuilder.set_contacts`;
+        ``"all-pairs"`` is refused at ``finalize`` with ``friction``). Default ``"cells"``.
+    friction : bool, optional
+        Use the dissipative law with :data:`BLOCK_MATERIAL`. Default ``False``.
+
+    Returns
+    -------
+    ModelBuilder
+        The builder, not yet finalised (more can be added, e.g. gravity).
+    """
 
     b = ModelBuilder()
     material = None
@@ -120,7 +298,21 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
 
 
 class PackingError(ValueError):
-    """A random packing that cannot be made; ``field``: the argument to change."""
+    """A random packing that cannot be made; ``field``: the argument to change.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong.
+    field : str
+        The argument of :func:`random_packing` to change (``"count"``, ``"box"`` or
+        ``"radius"``).
+
+    Attributes
+    ----------
+    field : str
+        As given.
+    """
 
     def __init__(self, message, field):
         super().__init__(message)
@@ -128,28 +320,30 @@ class PackingError(ValueError):
 
 
 def random_packing(count, box, radius=0.5, seed=0, max_attempts=200):
-    """Non-overlapping spheres placed uniformly at random in a box (random sequential
-    addition), as the scene's ``kind = "random"`` group places them.
+    """Non-overlapping spheres placed uniformly at random in a box (random sequential addition).
+
+    The spheres are placed as the scene's ``kind = "random"`` group places them.
 
     Parameters
     ----------
     count : int
         Number of spheres (>= 1).
-    box : array_like, (2, 3)
+    box : array_like, (2, 3) float
         Corners ``[[x0, y0, z0], [x1, y1, z1]]`` [L]; spheres lie wholly inside.
-    radius : float or (float, float)
-        One radius [L], or the bounds of radii drawn uniformly at random.
-    seed : int
+    radius : float or (float, float), optional
+        One radius [L], or the bounds of radii drawn uniformly at random. Default 0.5.
+    seed : int, optional
         Seed of :func:`numpy.random.default_rng`: the same seed gives the same packing.
-    max_attempts : int
+        Default 0.
+    max_attempts : int, optional
         Tries per sphere before giving up (random sequential addition jams near a
-        volume fraction of 0.38).
+        volume fraction of 0.38). Default 200.
 
     Returns
     -------
-    x : ndarray, (count, 3)
+    x : ndarray, (count, 3) float64
         Centres [L].
-    radius : ndarray, (count,)
+    radius : ndarray, (count,) float64
         Radii [L].
 
     Raises
@@ -213,12 +407,53 @@ def random_packing(count, box, radius=0.5, seed=0, max_attempts=200):
 
 
 def random_unit_vectors(rng, n) -> np.ndarray:
+    """Unit vectors drawn uniformly on the sphere (normalised Gaussian samples).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The random generator.
+    n : int
+        Number of vectors.
+
+    Returns
+    -------
+    ndarray, (n, 3) float64
+        The unit vectors [-].
+    """
     v = rng.normal(size=(n, 3))
     return v / np.linalg.norm(v, axis=1)[:, None]
 
 
 def torus_centers(count, box, clearance, rng, max_attempts=1000) -> np.ndarray:
-    """``count`` points in ``box`` ([[lo], [hi]]) at least ``clearance`` apart (rejection)."""
+    """``count`` random points in ``box`` at least ``clearance`` apart (rejection sampling).
+
+    Points are drawn uniformly in the box shrunk by ``clearance/2`` on every side; a
+    point closer than ``clearance`` to an earlier one is drawn again.
+
+    Parameters
+    ----------
+    count : int
+        Number of points.
+    box : array_like, (2, 3) float
+        Corners ``[[x0, y0, z0], [x1, y1, z1]]`` [L].
+    clearance : float
+        Smallest distance between points [L] (e.g. a torus' outer diameter).
+    rng : numpy.random.Generator
+        The random generator.
+    max_attempts : int, optional
+        Draws per point before giving up. Default 1000.
+
+    Returns
+    -------
+    ndarray, (count, 3) float64
+        The points [L].
+
+    Raises
+    ------
+    ValueError
+        The box is too small for one point, or ``count`` points do not fit.
+    """
     lo, hi = np.asarray(box[0], float) + 0.5 * clearance, np.asarray(box[1], float) - 0.5 * clearance
     if np.any(hi < lo):
         raise ValueError(f"box: too small for one torus of outer diameter {clearance:g}")
@@ -237,8 +472,59 @@ def torus_centers(count, box, clearance, rng, max_attempts=1000) -> np.ndarray:
 def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0),
              mass=1.0, inertia=1.0, ka=200.0, ks=200.0, km=10.0, strain_max=np.inf, angle_max=np.inf,
              bonded=True, material=None):  # fmt: skip
-    """``count`` tori of paper 003 at random non-overlapping positions in ``box`` and random
-    orientations (uniform ring normals). Returns the particle ids."""
+    """Add ``count`` tori of paper 003 at random positions and orientations to ``builder``.
+
+    Each torus is :func:`add_torus`; the centres are :func:`torus_centers` at least the
+    outer diameter ``D_t + 1.01 D_p`` apart (so the tori do not overlap), the ring
+    normals uniform on the sphere (:func:`random_unit_vectors`).
+
+    Parameters
+    ----------
+    builder : ModelBuilder
+        The builder to add to.
+    count : int
+        Number of tori, >= 1.
+    box : array_like, (2, 3) float
+        Corners ``[[x0, y0, z0], [x1, y1, z1]]`` of the region of the tori [L].
+    seed : int, optional
+        Seed of :func:`numpy.random.default_rng`: the same seed gives the same tori.
+        Default 0.
+    n_p : int, optional
+        Spheres per torus, >= 3. Default 80.
+    ring_diameter : float, optional
+        Ring diameter ``D_t`` [L]. Default 3.
+    velocity : array_like, (3,) float, optional
+        Velocity of every sphere [L/T]. Default zero.
+    omega : array_like, (3,) float, optional
+        Spatial angular velocity of every sphere [1/T]. Default zero.
+    mass : float, optional
+        Mass of each particle [M]. Default 1 (also with ``material``: given explicitly,
+        it is not taken from the density).
+    inertia : float, optional
+        Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
+    ka, ks, km : float, optional
+        Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
+        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        200, 200, 10 as in paper 003, Sect. 4.1.
+    strain_max : float, optional
+        Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
+    angle_max : float, optional
+        Bond breakage threshold on the relative rotation angle [rad]. Default ``inf``.
+    bonded : bool, optional
+        Bond the neighbours of each torus. Default ``True``.
+    material : str, optional
+        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+
+    Returns
+    -------
+    ndarray, (count n_p,) int64
+        Indices of the spheres, torus by torus.
+
+    Raises
+    ------
+    ValueError
+        The tori do not fit in ``box`` (:func:`torus_centers`), or as :func:`add_torus`.
+    """
     rng = np.random.default_rng(seed)
     d_p = ring_diameter * math.sin(math.pi / n_p)
     centers = torus_centers(count, box, ring_diameter + d_p * 1.01, rng)

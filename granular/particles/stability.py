@@ -91,10 +91,36 @@ _ROTATION_SCALE = {"exact": 1.0, "verlet": 0.5, "campello": 0.5}
 
 @dataclass
 class StepEstimate:
-    """``h_max`` (inf when nothing limits the step), the limiting ``mode``, the critical
+    """The result of :func:`estimate_stable_step`: the largest stable step and what limits it.
+
+    ``h_max`` (inf when nothing limits the step), the limiting ``mode``, the critical
     ``particle``, the other families that add to the bound there (``with_``), each
     family's own limit (``modes``: family -> h, as if it acted alone) and the stated
-    assumptions (``assumed``: contact overlaps, shear angle, collision speed)."""
+    assumptions (``assumed``: contact overlaps, shear angle, collision speed).
+
+    Attributes
+    ----------
+    h_max : float
+        The estimated largest stable step [T]; ``inf`` when nothing limits the step.
+    mode : str or None
+        The limiting mode: one of ``FAMILIES`` (``"bond axial"``, ``"bond shear"``,
+        ``"bond bending"``, ``"particle-particle contact"``, ``"wall contact"``,
+        ``"pendulum"``), ``"dissipative contact"`` or ``"rotation increment"``; ``None``
+        when nothing limits the step.
+    particle : int or None
+        The critical particle: where the bound is largest, or the fastest-spinning
+        particle for ``"rotation increment"``; ``None`` when nothing limits the step.
+    with_ : list of str
+        The other families that add at least 5 % to the bound ``ω²`` at ``particle``,
+        largest share first (empty for the dissipative law and the rotation increment).
+    modes : dict of str to float
+        Each mode's own limit [T], as if it acted alone (modes that set no limit are
+        left out).
+    assumed : dict of str to float
+        The stated assumptions, where they apply: ``shear_angle`` [rad], ``speed`` (the
+        collision speed) [L/T], ``overlap_pp`` and ``overlap_wall`` (relative Hertz
+        overlaps) [-], ``damping_ratio`` ``ζ`` of the dissipative law [-].
+    """
 
     h_max: float
     mode: str | None
@@ -104,6 +130,14 @@ class StepEstimate:
     assumed: dict = field(default_factory=dict)
 
     def describe(self) -> str:
+        """Describe the estimate in one line of text.
+
+        Returns
+        -------
+        str
+            E.g. ``"0.00833 from the bond axial at particle 56"``: ``h_max``, the mode with
+            its assumption, the families that add to it and the critical particle.
+        """
         if self.mode is None:
             return "no stiffness limits the step (no bonds, contacts, walls or pendula, no spin)"
         what = self.mode
@@ -123,6 +157,15 @@ class StepEstimate:
         return text
 
     def as_dict(self) -> dict:
+        """Return the estimate as a JSON-serialisable dict.
+
+        Returns
+        -------
+        dict
+            ``h_max``, ``mode``, ``particle``, ``with`` (the list ``with_``),
+            ``description`` (:meth:`describe`), ``modes`` and ``assumed``; infinite
+            limits are ``None``.
+        """
         return {"h_max": self.h_max if math.isfinite(self.h_max) else None, "mode": self.mode,
                 "particle": self.particle, "with": list(self.with_), "description": self.describe(),
                 "modes": {k: (v if math.isfinite(v) else None) for k, v in self.modes.items()},
@@ -314,9 +357,47 @@ def _law_limit(model, x, r, m, J, speed, assumed):
 
 
 def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
-    """Estimate the largest stable step of ``model`` from ``state`` (default: the model's
-    initial state) for the explicit map ``scheme``; see the module docstring. Reads the
-    model's arrays through ``model.backend.to_host``; independent of the kernels."""
+    """Estimate the largest stable step of ``model`` for an explicit map (23), (25) or (27).
+
+    The maps are stable for ``h ω < 2`` (less with the dissipative law's damping); the
+    fastest angular frequency ``ω_max`` is bounded from the Hessian of the energy, one
+    block per particle, and the estimate is ``h_max = 2 / ω_max``. The rotation
+    increment adds ``h|Ω| < 1`` for (23) (``< 2`` for (25), (27)) at the initial spin.
+    The terms and the stated assumptions are in the module docstring
+    (:mod:`granular.particles.stability`). Reads the model's arrays through
+    ``model.backend.to_host``; independent of the kernels.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    state : State, optional
+        The configuration and velocities to estimate at. Default: the model's initial
+        state (:meth:`~granular.particles.model.Model.state`).
+    scheme : {"verlet", "exact", "campello"}, optional
+        The explicit map: ``"verlet"`` (25, default), ``"exact"`` (23) or ``"campello"``
+        (27). Only the rotation-increment bound depends on it; another name (the
+        aliases ``"23"``, ``"25"``, ... included) is taken as ``"exact"``.
+
+    Returns
+    -------
+    StepEstimate
+        ``h_max`` [T], the limiting mode and particle, each mode's own limit and the
+        assumptions.
+
+    Examples
+    --------
+    The bonded torus ring of paper 003, Sect. 4.1, alone: the axial chain mode limits
+    the step to ``r0 sqrt(m/K^a)``.
+
+    >>> import granular as gr
+    >>> from granular.particles.shapes import add_torus
+    >>> b = gr.ModelBuilder()
+    >>> _ = add_torus(b)
+    >>> est = gr.estimate_stable_step(b.finalize("cpu"))
+    >>> est.mode, round(est.h_max, 5)
+    ('bond axial', 0.00833)
+    """
     be = model.backend
     state = model.state() if state is None else state
     x = be.to_host(state.x).astype(np.float64)
