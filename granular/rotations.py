@@ -297,8 +297,7 @@ def rrp_angle(alpha):
 def rotvec_from_rrp(alpha):
     """Rotation vector ``θ = 2 atan(|α|/2) α/|α|`` of RRP (inverse of (3)); exact as ``α → 0``.
 
-    The log map of ``R(α)``. ``rrp_log`` is the same function; the docstring it is given
-    below replaces this one.
+    The log map of ``R(α)`` (also :func:`rrp_log`).
 
     Parameters
     ----------
@@ -317,11 +316,8 @@ def rotvec_from_rrp(alpha):
     return factor[..., None] * alpha
 
 
-rrp_log = rotvec_from_rrp
-rrp_log.__doc__ = """Log map of ``R(α)``: the rotation vector ``θ = 2 atan(|α|/2) α/|α|`` (inverse of (3)).
-
-    Exact as ``α → 0``. ``rrp_log`` and ``rotvec_from_rrp`` are one function, with this
-    docstring.
+def rrp_log(alpha):
+    """Log map of ``R(α)``: the rotation vector of RRP, :func:`rotvec_from_rrp` (inverse of (3)).
 
     Parameters
     ----------
@@ -333,6 +329,7 @@ rrp_log.__doc__ = """Log map of ``R(α)``: the rotation vector ``θ = 2 atan(|α
     array, (..., 3) float
         Rotation vectors, angle in ``[0, π)`` [rad].
     """
+    return rotvec_from_rrp(alpha)
 
 
 def rrp_from_rotvec(theta):

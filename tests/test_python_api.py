@@ -320,3 +320,16 @@ def test_10_the_ensemble_docs_vary_fields_that_their_scenes_have():
             if "file(" in vary:
                 continue
             make_spec(scene, 4, [vary], 0, steps=1)  # raises for a field the scene does not give
+
+
+def test_6_more_arguments_named_when_wrong():
+    b = gr.ModelBuilder()
+    with pytest.raises(ValueError, match="skin: must be finite and >= 0, got 'x'"):
+        b.set_contacts(1.0, skin="x")
+    with pytest.raises(ValueError, match="count: the number of tori must be a whole number >= 1, got 0"):
+        gr.shapes.add_tori(b, 0, [[0, 0, 0], [10, 10, 10]])
+    assert b.add_particle([0, 0, 0], orientation=np.array([[1.0, 0, 0, 0]])) == 0  # (1, 4) is one particle's
+    model = b.finalize("cpu")
+    with pytest.raises(ValueError, match="scheme: unknown explicit map 'typo'"):
+        gr.estimate_stable_step(model, model.state(), "typo")
+    assert gr.rotations.rrp_log.__doc__ != gr.rotations.rotvec_from_rrp.__doc__

@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import numbers
 import weakref
 
 import numpy as np
@@ -292,7 +293,7 @@ class ModelBuilder:
             As :meth:`add_particles`.
         """
         for key in ("orientation", "alpha", "rotvec"):
-            if kwargs.get(key) is not None:
+            if kwargs.get(key) is not None and np.ndim(kwargs[key]) == 1:  # one particle's, shaped (4,) or (3,)
                 kwargs[key] = np.asarray(kwargs[key], dtype=np.float64)[None, :]
         return int(self.add_particles(np.asarray(x, dtype=np.float64)[None, :], v, **kwargs)[0])
 
@@ -521,7 +522,8 @@ class ModelBuilder:
         self._bonded_contacts = bool(bonded_contacts)
         if search not in ("cells", "all-pairs"):
             raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
-        if skin is not None and not (np.isfinite(skin) and skin >= 0):
+        if skin is not None and (isinstance(skin, bool) or not isinstance(skin, numbers.Real)
+                                 or not (np.isfinite(skin) and skin >= 0)):  # fmt: skip
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self._contact_search = (search, skin)
 

@@ -525,6 +525,8 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     ValueError
         The tori do not fit in ``box`` (:func:`torus_centers`), or as :func:`add_torus`.
     """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count: the number of tori must be a whole number >= 1, got {count!r}")
     rng = np.random.default_rng(seed)
     d_p = ring_diameter * math.sin(math.pi / n_p)
     centers = torus_centers(count, box, ring_diameter + d_p * 1.01, rng)

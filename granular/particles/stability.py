@@ -57,7 +57,7 @@ the free-fall speed over the scene's height under gravity): ``(2/5) K δ^{5/2} =
 so a harder impact needs a smaller step than estimated.
 
 Measured (``tests/test_stability.py``): the bonded torus ring alone is stable at 8e-3 and
-unstable at 9e-3, estimate 8.34e-3 (bond axial); the torus impact of
+unstable at 9e-3, estimate 8.33e-3 (bond axial); the torus impact of
 ``scenes/torus_impact.toml`` (contacts between bonded neighbours, wall) is stable at 3e-3
 and unstable at 4e-3, estimate 2.83e-3 (wall contact with bond axial and contact).
 """
@@ -70,6 +70,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
+
+from .integrators.schemes import scheme_name
 
 #: Relative Hertz overlap ``δ = 1 - s/ρ`` at which contact stiffness is taken (at least).
 CONTACT_OVERLAP = 0.05
@@ -398,6 +400,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     >>> est.mode, round(est.h_max, 5)
     ('bond axial', 0.00833)
     """
+    scheme = scheme_name(scheme)  # "verlet", "25", ...; ValueError naming the choices otherwise
     be = model.backend
     state = model.state() if state is None else state
     x = be.to_host(state.x).astype(np.float64)
@@ -525,7 +528,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         if math.isfinite(h_law):
             modes[LAW] = h_law
     spin = float(np.sqrt((w * w).sum(axis=1)).max()) if n else 0.0
-    h_rot = 1.0 / (_ROTATION_SCALE.get(scheme, 1.0) * spin) if spin > 0 else math.inf
+    h_rot = 1.0 / (_ROTATION_SCALE[scheme] * spin) if spin > 0 else math.inf
     if math.isfinite(h_rot):
         modes[ROTATION] = h_rot
     h_vib = 2.0 / math.sqrt(best[0]) if best[0] > 0 else math.inf
