@@ -28,9 +28,13 @@ belong to the current arrays).
 
 Editing the state by hand is safe: change ``x``, ``v``, ``q`` or ``omega`` in place (or
 assign new arrays of the same shape and dtype) and the next step sees it. The state keeps
-a copy of those four arrays as they were when its forces were last evaluated; the next
-step compares against it (one pass over ``13 N`` numbers per call, not per step) and
+a copy of those four arrays as they were when its forces were last evaluated; each call
+of :class:`~granular.particles.integrators.ExplicitIntegrator` compares against it at
+its start and copies them at its end (two passes over ``13 N`` numbers per call, not per
+step: a loop of single ``step`` calls pays them every step, ``advance`` once) and
 evaluates the forces again where anything changed, so stale forces never reach a step.
+Other arrays (``F``, ``RM``, ``broken``, the springs) are the engine's; a state whose
+positions hold a NaN always counts as edited.
 
 The total orientation is kept as a unit quaternion, not as RRP, because RRP are
 singular at a half turn and a particle in an impact spins through many turns;

@@ -149,16 +149,22 @@ class ParticleEngine:
 
     # ------------------------------------------------------------------- stepping
 
+    def check_edits(self) -> None:
+        """At a public entry (:class:`~granular.particles.integrators.ExplicitIntegrator`):
+        if the state was changed by hand since its forces were evaluated, evaluate them
+        again (and rebuild the neighbour list) before the next step."""
+        st = self.state
+        if st.forces_valid and st.edited():
+            st.forces_valid = False
+            if self.neighbors is not None:
+                self.neighbors.invalidate()
+            self._d2 = None
+
     def prepare(self) -> None:
         """Evaluate the forces at the current configuration if they are not current
         (bonds past their thresholds break here)."""
         st = self.state
         self._check_binding()
-        if st.forces_valid and st.edited():  # changed by hand since the forces were evaluated
-            st.forces_valid = False
-            if self.neighbors is not None:
-                self.neighbors.invalidate()
-            self._d2 = None
         self.program.wait_for_host_work()
         if st.forces_valid:
             return
@@ -208,7 +214,6 @@ class ParticleEngine:
                 self.safety = max(SAFETY, 0.95 * self.safety)
                 self._commit(count, h)
             left -= count
-        self.state.remember_forces()
 
     def step(self, scheme: int, h) -> None:
         """One checked step (see the module docstring); raises on failure with the state
@@ -232,7 +237,6 @@ class ParticleEngine:
         self._d2 = rep[REPORT_DISPLACEMENT2]
         self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
         self._commit(1, h)
-        self.state.remember_forces()
 
     def _measure(self) -> None:
         """Displacement since the last build and speed of the current state."""

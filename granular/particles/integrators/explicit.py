@@ -98,9 +98,15 @@ class ExplicitIntegrator:
         eng.max_block = self.max_block
         return eng
 
+    def _enter(self, model, state):
+        """The engine, after the check for edits by hand (:meth:`State.edited`)."""
+        eng = self.engine(model, state)
+        eng.check_edits()
+        return eng
+
     def prepare(self, model, state) -> None:
         """Evaluate the forces at the current configuration if they are not current."""
-        self.engine(model, state).prepare()
+        self._enter(model, state).prepare()
 
     def step(self, model, state, h) -> None:
         """Advance ``state`` in place by one checked step of the map.
@@ -125,7 +131,8 @@ class ExplicitIntegrator:
             ``h`` is not a positive number, or ``state`` does not fit ``model``.
         """
         hh = model.dtype.type(check_step(h))
-        self.engine(model, state).step(self.code, hh)
+        self._enter(model, state).step(self.code, hh)
+        state.remember_forces()
 
     def advance(self, model, state, h, steps) -> None:
         """Advance ``state`` by ``steps`` steps of size ``h``, in device-resident blocks;
@@ -133,7 +140,8 @@ class ExplicitIntegrator:
         hh = model.dtype.type(check_step(h))
         n = _check_steps(steps)
         if n:
-            self.engine(model, state).advance(self.code, hh, n)
+            self._enter(model, state).advance(self.code, hh, n)
+            state.remember_forces()
 
     def run(self, model, state, h, steps, callback=None, every: int = 1) -> None:
         """Take ``steps`` steps (a whole number >= 0) of size ``h``; ``callback(state)``
