@@ -12,6 +12,7 @@ import meshio
 import numpy as np
 import pytest
 
+from granular import cli
 from granular.io import load_checkpoint, read_series
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -156,3 +157,12 @@ def test_pendulum_scene_series_has_invariants(tmp_path):
     assert np.abs(s["pendulum0_Rrho0_dot_Omega"]).max() < 1e-14
     np.testing.assert_allclose(s["pendulum0_norm_Rrho0"], 1.0, atol=1e-15)
     assert "p0_q0" in s and (out / "plots" / "invariants.png").is_file()
+
+
+def test_overwrite_of_a_folder_holding_only_hidden_files(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".gitkeep").write_text("")
+    scene = os.path.join(ROOT, "scenes", "sphere_drop.toml")
+    assert cli.main(["run", scene, "--out", str(out), "--overwrite", "--steps", "3", "--quiet"]) == 0
+    assert (out / "series.csv").is_file()

@@ -201,6 +201,15 @@ class ParticleSystem:
         return self.state.time
 
     @property
+    def dtype(self):
+        """The precision the engine steps in (the model's dtype)."""
+        return self.model.dtype
+
+    def step_size(self, dt) -> float:
+        """The step the engine takes for ``dt``: ``dt`` in the model's dtype."""
+        return float(self.model.dtype.type(dt))
+
+    @property
     def step_count(self) -> int:
         return self.state.step
 

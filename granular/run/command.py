@@ -189,7 +189,7 @@ def _run(scene, args) -> int:
         _restore(lambda a: restore_state(model, state, a), model.backend.name, arrays, meta)
     sim = Simulation(model, state, out, run, scene=scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
                      graphs=run.graphs and not getattr(args, "eager", False), allow_unstable_step=True,
-                     overwrite=bool(to_clear), resume=arrays is not None)  # fmt: skip
+                     overwrite=bool(getattr(args, "overwrite", False)), resume=arrays is not None)  # fmt: skip
     sim.preflight(total, state.step)
     if not quiet and not log_json:
         unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""

@@ -49,10 +49,13 @@ from .progress import Chunker
 __all__ = ["AtStep", "Callback", "Periodic", "Runner", "System", "Trigger", "end_step"]
 
 
-def end_step(step: int, time: float, dt: float, steps=None, until=None) -> int:
+def end_step(step: int, time: float, dt: float, steps=None, until=None, dtype=np.float64) -> int:
     """The step a run from ``(step, time)`` with steps of ``dt`` stops at: ``steps`` more
     steps (relative; a whole number >= 1), or the first step at or after the time
-    ``until`` (absolute). Exactly one of the two; ``ValueError`` naming the argument."""
+    ``until`` (absolute; a step within round-off of it, in the precision ``dtype`` the
+    system steps in, counts as on it: in float32, ``dt = 7e-4`` is ``6.99999975e-4`` and
+    step 2000 is ``until = 1.4``). Exactly one of the two; ``ValueError`` naming the
+    argument."""
     if (steps is None) == (until is None):
         raise ValueError("run: give steps (how many from here) or until (the time to reach), not both"
                          if steps is not None else "run: give steps (how many from here) or until (the time to reach)")  # fmt: skip
@@ -63,8 +66,10 @@ def end_step(step: int, time: float, dt: float, steps=None, until=None) -> int:
     if isinstance(until, (bool, np.bool_)) or not isinstance(until, numbers.Real) or not math.isfinite(until):
         raise ValueError(f"until: must be a finite time, got {until!r}")
     k = (float(until) - time) / dt
+    if not math.isfinite(k) or k > 2.0**62:
+        raise ValueError(f"until: t = {until!r} is more steps of dt = {dt:g} away than a run can take")
     n = round(k)
-    if abs(k - n) > 1e-9 * max(1.0, abs(k)):
+    if abs(k - n) > 64 * np.finfo(dtype).eps * max(1.0, abs(k)):  # off a step by more than round-off
         n = math.ceil(k)  # the first step at or after until
     if n < 1:
         raise ValueError(f"until: t = {until!r} is not after the current time {time!r} by a step (dt = {dt:g}); "
@@ -248,8 +253,9 @@ class Runner:
         hooks ran on the last good state. Returns the runner (``interrupted``,
         ``finished``, ``wall_time``, ``steps_per_s``)."""
         s = self.system
-        if end is None:
-            end = end_step(s.step_count, s.time, self.dt, steps, until)
+        if end is None:  # the step the system actually takes (e.g. dt in float32) sets the count
+            h = s.step_size(self.dt) if hasattr(s, "step_size") else self.dt
+            end = end_step(s.step_count, s.time, h, steps, until, getattr(s, "dtype", np.float64))
         elif steps is not None or until is not None:
             raise ValueError("run: give one of end (an absolute step), steps or until")
         elif isinstance(end, (bool, np.bool_)) or not isinstance(end, numbers.Integral):

@@ -198,6 +198,11 @@ class Simulation:
             kwargs["run"] = dict(scene.get("run") or {})
             kwargs["run"].setdefault("dt", meta.get("dt"))
             kwargs["run"].setdefault("integrator", meta.get("integrator"))
+        sim_keys = {k: kwargs[k] for k in SIMULATION_KEYS if kwargs.get(k) is not None}
+        if sim_keys and scene and "scene" not in kwargs:
+            # the run goes on with other [run] values: what it stores (run.json, the next
+            # checkpoint, what a later resume compares) says so
+            scene = dict(scene, run={**(scene.get("run") or {}), **sim_keys})
         kwargs.setdefault("scene", scene or None)
         out = resume_out_dir(path) if out is None else out
         sim = cls(model, state, out, resume=True, **kwargs)
@@ -236,19 +241,21 @@ class Simulation:
             table = self.run_table
             if not self._length_given:
                 raise ValueError("run: give steps (how many from here) or until (the time to reach)")
-            if table.steps is not None:  # as in a scene file: the end step, counted from step 0
-                if table.steps <= self.state.step:
-                    raise ValueError(f"run: the run table's end, step {table.steps}, is not after the state's step "
-                                     f"{self.state.step}; give steps or until")  # fmt: skip
-                return table.steps
-            until = table.duration
-        return end_step(self.state.step, self.state.time, self.run_table.dt, steps, until)
+            # as in a scene file (granular run): the end step counted from step 0, steps or
+            # round(duration / dt)
+            end = table.steps if table.steps is not None else int(round(table.duration / table.dt))
+            if end <= self.state.step:
+                raise ValueError(f"run: the run table's end, step {end}, is not after the state's step "
+                                 f"{self.state.step}; give steps or until")  # fmt: skip
+            return end
+        h = float(self.model.dtype.type(self.run_table.dt))  # the step the engine takes
+        return end_step(self.state.step, self.state.time, h, steps, until, self.model.dtype)
 
     def run(self, steps=None, until=None) -> dict:
         """Advance by ``steps`` steps (relative to the state's step) or up to the time
         ``until`` (absolute: the first step at or after it), writing the folder; with
-        neither, to the end the ``run`` table gives, as a scene file does: ``duration``
-        (the end time) or ``steps`` (the end step, counted from step 0). Returns the
+        neither, to the end the ``run`` table gives, as ``granular run`` does: step
+        ``steps``, or step ``round(duration / dt)``, counted from step 0. Returns the
         ``run.json`` dict. A failed step or health check raises its
         :class:`~granular.errors.IntegrationError` after the last state that passed was
         put back and written as the checkpoint. Later calls write on into the folder."""
