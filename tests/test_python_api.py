@@ -333,3 +333,69 @@ def test_6_more_arguments_named_when_wrong():
     with pytest.raises(ValueError, match="scheme: unknown explicit map 'typo'"):
         gr.estimate_stable_step(model, model.state(), "typo")
     assert gr.rotations.rrp_log.__doc__ != gr.rotations.rotvec_from_rrp.__doc__
+    b = gr.ModelBuilder()
+    b.add_material("float32", young=np.float32(1e7), poisson=np.float32(0.25))  # NumPy scalars are numbers
+    with pytest.raises(ValueError, match="young: must be finite and > 0, got True"):
+        b.add_material("bool", young=True)
+
+
+def test_a_material_sphere_given_its_mass_gets_the_inertia_of_that_mass():
+    b = gr.ModelBuilder()
+    b.add_material("glass", young=1e7, density=2500.0)
+    b.add_particles([[0, 0, 0]], radius=0.5, material="glass", mass=2.0)
+    b.add_particles([[3, 0, 0]], radius=0.5, material="glass")
+    b.set_contacts()
+    model = b.finalize("cpu")
+    m_density = 2500.0 * 4.0 / 3.0 * np.pi * 0.5**3
+    assert np.allclose(model.mass, [2.0, m_density])
+    assert np.allclose(model.inertia, [0.4 * 2.0 * 0.25, 0.4 * m_density * 0.25])
+
+
+def test_5_a_block_redone_step_by_step_is_not_taken_for_an_edit():
+    """Inside one advance, a block that fails on the skin is redone step by step from its
+    start; that state is the engine's own, not an edit: the trajectory equals a loop of
+    single steps, bit for bit, with the dissipative law (whose forces depend on velocities)."""
+    def model():
+        b = block_impact_builder(n=3, v0=2.0, gap=0.02, friction=True)
+        b.set_contacts(skin=0.002)  # tiny: skin failures inside blocks
+        return b.finalize("cpu")
+
+    m1, m2 = model(), model()
+    s1, s2 = m1.state(), m2.state()
+    for s in (s1, s2):
+        s.v[:, 1] += 0.5
+    blocks = gr.ExplicitIntegrator(max_block=64)
+    blocks.advance(m1, s1, 1e-3, 300)
+    eng = blocks.engine(m1, s1)
+    assert eng.redone > 0 and eng.blocks > 2
+    single = gr.ExplicitIntegrator()
+    for _ in range(300):
+        single.step(m2, s2, 1e-3)
+    for k in ("x", "v", "q", "omega", "F", "RM"):
+        assert np.array_equal(getattr(s1, k), getattr(s2, k)), k
+
+
+def test_1_end_steps_follow_the_step_the_engine_takes_and_the_cli_rule(tmp_path):
+    b = gr.ModelBuilder()
+    b.add_particle(x=[0, 0, 0], v=[1, 0, 0])
+    m32 = b.finalize("cpu", dtype=np.float32)
+    sim = gr.Simulation(m32, m32.state(), tmp_path / "a", dt=0.0007)
+    sim.run(until=0.7)
+    sim.run(until=1.4)
+    assert sim.state.step == 2000  # float32(0.0007) steps, not float64 ones
+    model = falling_ball()
+    sim = gr.Simulation(model, model.state(), tmp_path / "b", {"dt": 0.01, "duration": 0.012})
+    assert sim.run()["steps"] == 1  # round(duration / dt), as granular run counts
+
+
+def test_1_a_resumed_run_with_another_step_stores_it(tmp_path):
+    import json
+
+    model = falling_ball()
+    gr.Simulation(model, model.state(), tmp_path, dt=1e-3).run(steps=10)
+    sim = gr.Simulation.resume(model, tmp_path, dt=5e-4)
+    sim.run(steps=10)
+    assert sim.state.time == pytest.approx(0.015)
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["scene"]["run"]["dt"] == 5e-4
+    assert gr.Simulation.resume(model, tmp_path).dt == 5e-4

@@ -134,6 +134,13 @@ class BodyState:
             return self.t, self.step
         return c[0], c[1]
 
+    def tick(self, h, k: int = 1) -> None:
+        """Advance the clock by ``k`` steps of ``h``: ``step += k``, ``t = t0 + (step - step0) h``."""
+        t0, step0 = self.origin(h)
+        self.step += k
+        self.t = t0 + (self.step - step0) * h
+        self.clock = (t0, step0, h, (self.t, self.step))
+
     def time_at(self, step: int, h) -> float:
         """The time of ``step`` (>= the state's step) for steps of ``h``."""
         t0, step0 = self.origin(h)
@@ -275,10 +282,7 @@ class Scheme:
         # old ones that a caller keeps stay valid
         for name in state.array_names():
             setattr(state, name, getattr(out, name))
-        t0, step0 = state.origin(h)
-        state.step += k
-        state.t = t0 + (state.step - step0) * h
-        state.clock = (t0, step0, h, (state.t, state.step))
+        state.tick(h, k)
 
     def _times(self, state, h, k, offsets):
         """Host (k, len(offsets)) float64: ``t_j + c h`` for the ``k`` steps of a block, with

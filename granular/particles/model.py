@@ -223,8 +223,8 @@ class ModelBuilder:
             ``ρ 4/3 π r³``; else 1.
         inertia : float or array_like, (K,) float, optional
             Scalar moments of inertia ``J`` [M L²], > 0. Default: with ``material``,
-            ``2/5 m r²`` with ``m`` the density's sphere mass ``ρ 4/3 π r³`` (also when
-            ``mass`` is given); else 1.
+            a solid sphere's ``2/5 m r²`` (``m``: the given mass, else the density's
+            ``ρ 4/3 π r³``); else 1.
         radius : float or array_like, (K,) float, optional
             Radii [L], > 0. Default 0.5.
         material : str, optional
@@ -258,8 +258,9 @@ class ModelBuilder:
                 raise ValueError(f"material: no material named {material!r}; defined: {sorted(self._materials)}")
             mat, m = self._materials[material]
             m_s, j_s = sphere_mass(m, radius)
+            if inertia is None:  # a solid sphere of the mass it has: 2/5 m r²
+                inertia = j_s if mass is None else 0.4 * _scalars("mass", mass, k) * radius * radius
             mass = m_s if mass is None else mass
-            inertia = j_s if inertia is None else inertia
         self._mass.append(_scalars("mass", 1.0 if mass is None else mass, k))
         self._inertia.append(_scalars("inertia", 1.0 if inertia is None else inertia, k))
         self._radius.append(radius)

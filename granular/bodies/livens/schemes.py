@@ -258,8 +258,7 @@ class ImplicitScheme(Scheme):
         q_prev = state.q
         self._finish(state, res.x, h)
         state.v_half = (state.q - q_prev) / h
-        state.t = self._t0 + h
-        state.step += 1
+        state.tick(h)  # t = t0 + (step - step0) h, not a running sum
         state.iterations = res.iterations
         state.iterations_total = state.iterations_total + res.iterations
         return state

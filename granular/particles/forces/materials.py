@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,7 @@ class Material:
 
         def finite(name):
             v = getattr(self, name)
-            return isinstance(v, (int, float)) and math.isfinite(v)
+            return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
         if not (finite("young") and self.young > 0):
             bad("young", "finite and > 0")
