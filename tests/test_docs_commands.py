@@ -45,7 +45,10 @@ def commands() -> list[tuple[str, str]]:
                 if cmd.split()[1:2] != ["info"] and len(cmd.split()) < 3:
                     continue  # the sub-command named in prose
                 found.append((page.name, " ".join(cmd.split())))
-    return sorted(set(found))
+    first = {}
+    for page, cmd in found:  # a command shown on several pages runs once
+        first.setdefault(cmd, page)
+    return sorted((page, cmd) for cmd, page in first.items())
 
 
 def small(argv: list[str]) -> list[str]:
@@ -97,8 +100,6 @@ def test_every_command_of_the_pages_runs(page, command, scratch, capsys):
     if "file(tops.npy)" in command:  # the page makes the file with its Python block first
         run_python_block(ROOT / "docs" / "ensemble.md", 0, scratch)
         np.save("tops.npy", np.load("tops.npy")[:8])  # one row per body, at the small size
-    if argv[0] == "validate" and argv[1] == "pile":
-        pytest.skip("granular validate pile --quick settles a heap (minutes); run by the long validations")
     assert main(argv) == 0, f"{page}: {command} -> {' '.join(argv)}\n{capsys.readouterr().err[-2000:]}"
 
 

@@ -70,11 +70,12 @@ def _builder(x, radius, side, walls, v=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), q
     b = ModelBuilder()
     b.add_material("grain", **MATERIAL)
     b.add_particles(x, v=v, omega=omega, orientation=q, radius=radius, material="grain")
-    b.set_contacts()
-    b.add_wall([0.0, 0.0, 1.0], 0.0, material="grain")
+    # the heap is rebuilt from settled states, whose grains press on each other and the floor
+    b.set_contacts(allow_initial_overlap=True)
+    b.add_wall([0.0, 0.0, 1.0], 0.0, material="grain", allow_initial_overlap=True)
     if walls:
         for normal, offset in (([1, 0, 0], 0.0), ([-1, 0, 0], -side), ([0, 1, 0], 0.0), ([0, -1, 0], -side)):
-            b.add_wall(normal, offset, material="grain")
+            b.add_wall(normal, offset, material="grain", allow_initial_overlap=True)
     b.set_gravity([0.0, 0.0, -G])
     return b
 
