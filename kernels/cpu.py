@@ -49,6 +49,10 @@ CHUNKS_PER_THREAD = 8
 
 #: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
 PER_BOND_PASS = True
+#: Dissipative contacts are evaluated once per pair (by the lower index) into slots for
+#: both ends, then gathered per particle (:func:`kernels.interactions.build`,
+#: ``granular_pair_body``): half the law evaluations of each end evaluating its own.
+PER_CONTACT_PASS = True
 
 name = "cpu"
 simulated = False
@@ -66,6 +70,7 @@ _G = grid.build(_jit)
 _advance_body = _P.advance_body
 _forces_body = _I.forces_body
 _bond_eval_body = _I.bond_eval_body
+_granular_pair_body = _I.granular_pair_body
 _save_body = _P.save_body
 _family_forces_body = _I.family_forces_body
 _diagnostics_body = _I.diagnostics_body
@@ -109,6 +114,13 @@ def _advance_range(lo, hi, scheme, h, dyn, par, contacts, status):
 def _bond_eval_range(lo, hi, update, dyn, bonds):
     for k in range(lo, hi):
         _bond_eval_body(k, update, dyn, bonds)
+
+
+@_kernel
+def _pairs_range(lo, hi, h, dyn, par, bonds, contacts):
+    if contacts.law and contacts.res.shape[0] > 0:
+        for i in range(lo, hi):
+            _granular_pair_body(i, h, dyn, par, bonds, contacts)
 
 
 @_kernel
@@ -170,6 +182,7 @@ def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, s
     for _ in range(nsteps):
         _advance_range(0, n, scheme, h, dyn, par, contacts, status)
         _bond_eval_range(0, nb, True, dyn, bonds)
+        _pairs_range(0, n, h, dyn, par, bonds, contacts)
         _forces_range(0, n, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
@@ -183,6 +196,10 @@ def _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls
         for c in prange(nchunks):
             lo, hi = _chunk(c, nchunks, nb)
             _bond_eval_range(lo, hi, True, dyn, bonds)
+        if contacts.law and contacts.res.shape[0] > 0:
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
         for c in prange(nchunks):
             lo, hi = _chunk(c, nchunks, n)
             _forces_range(lo, hi, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
@@ -203,6 +220,13 @@ def _bond_eval_parallel(nchunks, update, dyn, bonds):
     for c in prange(nchunks):
         lo, hi = _chunk(c, nchunks, bonds.terms.shape[0])
         _bond_eval_range(lo, hi, update, dyn, bonds)
+
+
+@_parallel
+def _pairs_parallel(nchunks, h, dyn, par, bonds, contacts):
+    for c in prange(nchunks):
+        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+        _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
 
 
 @_parallel
@@ -387,6 +411,11 @@ def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
     second half kick."""
     _bond_pass(True, dyn, bonds)
     c = _threads(dyn.x.shape[0])
+    if contacts.law and contacts.res.shape[0] > 0:  # the per-pair pass
+        if c:
+            _pairs_parallel(c, h, dyn, par, bonds, contacts)
+        else:
+            _pairs_range(0, dyn.x.shape[0], h, dyn, par, bonds, contacts)
     if c:
         _forces_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
     else:

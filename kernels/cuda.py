@@ -17,10 +17,10 @@ from numba import cuda, float64, int32
 
 from . import grid, interactions, particles
 from .layout import (
-    FAMILY_BONDS,
     BIT_NOT_FINITE,
     BIT_ROTATION,
     BIT_SKIN,
+    FAMILY_BONDS,
     REPORT_ACCEL2,
     REPORT_BUCKET,
     REPORT_DISPLACEMENT2,
@@ -52,6 +52,7 @@ _family_forces_body = _I.family_forces_body
 _diagnostics_body = _I.diagnostics_body
 _bond_measures_body = _I.bond_measures_body
 _bond_eval_body = _I.bond_eval_body
+_granular_pair_body = _I.granular_pair_body
 _bucket_of = _G.bucket_of
 _build_body = _G.build_body
 _keep_body = _G.keep_body
@@ -63,6 +64,11 @@ simulated = SIMULATED
 #: read back). ``GRANULAR_BOND_PASS=per-bond`` selects the per-bond pass instead, for
 #: comparison; both give the same bits.
 PER_BOND_PASS = os.environ.get("GRANULAR_BOND_PASS", "per-particle") == "per-bond"
+
+#: Dissipative contacts: each end evaluates its pairs inside the force kernel. With
+#: ``GRANULAR_CONTACT_PASS=per-pair`` a per-pair kernel evaluates each pair once into
+#: slots for both ends first (as on the CPU), for comparison; both give the same bits.
+PER_CONTACT_PASS = os.environ.get("GRANULAR_CONTACT_PASS", "per-particle") == "per-pair"
 
 _stream = [0]
 
@@ -105,6 +111,13 @@ def _forces_kernel(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, st
     i = cuda.grid(1)
     if i < dyn.x.shape[0]:
         _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+@cuda.jit
+def _pairs_kernel(h, dyn, par, bonds, contacts):
+    i = cuda.grid(1)
+    if i < dyn.x.shape[0]:
+        _granular_pair_body(i, h, dyn, par, bonds, contacts)
 
 
 @cuda.jit
@@ -268,6 +281,8 @@ def _bond_pass(update, dyn, bonds):
 
 def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
     _bond_pass(True, dyn, bonds)
+    if contacts.law and contacts.res.shape[0]:  # the per-pair pass
+        _launch(_pairs_kernel, dyn.x.shape[0])(h, dyn, par, bonds, contacts)
     _launch(_forces_kernel, dyn.x.shape[0])(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 

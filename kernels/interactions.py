@@ -55,7 +55,8 @@ def build(jit, base):
     granular_energy = jit(laws.granular_energy)
     granular_release = jit(laws.granular_release)
     HISTORY = laws.HISTORY
-    PAIR_ESTAR, PAIR_GSTAR, PAIR_ALPHA = laws.PAIR_ESTAR, laws.PAIR_GSTAR, laws.PAIR_ALPHA
+    PAIR_ESTAR, PAIR_GSTAR = laws.PAIR_ESTAR, laws.PAIR_GSTAR
+    PAIR_DAMP_N, PAIR_DAMP_T = laws.PAIR_DAMP_N, laws.PAIR_DAMP_T
     PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST = laws.PAIR_MU, laws.PAIR_MU_ROLL, laws.PAIR_MU_TWIST
 
     CONTACTS_LIST = laws.CONTACTS_LIST
@@ -301,15 +302,16 @@ def build(jit, base):
                     lo[4] * hi[4] / (lo[4] + hi[4]))  # fmt: skip
         velocities = (lo[5] - hi[5], lo[6] - hi[6], lo[7] - hi[7], lo[8], lo[9], lo[10], hi[8], hi[9], hi[10])
         drift = (lo[11] - hi[11], lo[12] - hi[12], lo[13] - hi[13], lo[14], lo[15], lo[16], hi[14], hi[15], hi[16])
-        params = (par[row, PAIR_ESTAR], par[row, PAIR_GSTAR], par[row, PAIR_ALPHA], par[row, PAIR_MU],
-                  par[row, PAIR_MU_ROLL], par[row, PAIR_MU_TWIST])  # fmt: skip
+        params = (par[row, PAIR_ESTAR], par[row, PAIR_GSTAR], par[row, PAIR_DAMP_N], par[row, PAIR_DAMP_T],
+                  par[row, PAIR_MU], par[row, PAIR_MU_ROLL], par[row, PAIR_MU_TWIST])  # fmt: skip
         return True, granular_contact(T, geometry, velocities, drift, params, s, h)
 
     @jit
     def granular_sum(i, update, h, dyn, par, bonds, contacts):
         """Dissipative contact force and spatial moment on ``i`` from its listed partners
-        (compensated sums in row order), half of each pair's elastic energy and of the
-        energy each part dissipated in this step, and the number of touching partners.
+        (compensated sums in row order), half of each pair's elastic energy, the energy
+        each part dissipated in this step in the pairs of which ``i`` is the lower index
+        (so each pair's is booked once), and the number of touching partners.
         With ``update`` (a step) the springs in ``i``'s row are replaced by the updated
         ones, and those of pairs that no longer touch are released (zeroed)."""
         x = dyn.x
@@ -348,9 +350,10 @@ def build(jit, base):
                 row = mat_i * contacts.nmat + contacts.mat[j]
                 rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
                                        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
-                df += T(0.5) * rel[0]
-                dr += T(0.5) * rel[1]
-                dt += T(0.5) * rel[2]
+                if i < j:
+                    df += rel[0]
+                    dr += rel[1]
+                    dt += rel[2]
                 for c in range(HISTORY):
                     hist[i, p, c] = z
                 live[i, p] = 0
@@ -373,10 +376,11 @@ def build(jit, base):
             m3, e3 = cadd(a[10], a[11], g[5])
             a = (f1, c1, f2, c2, f3, c3, m1, e1, m2, e2, m3, e3)
             u += T(0.5) * r[17]
-            dn += T(0.5) * r[18]
-            df += T(0.5) * r[19]
-            dr += T(0.5) * r[20]
-            dt += T(0.5) * r[21]
+            if i < j:
+                dn += r[18]
+                df += r[19]
+                dr += r[20]
+                dt += r[21]
             if update:
                 hist[i, p, 0] = r[9]
                 hist[i, p, 1] = r[10]
@@ -389,6 +393,135 @@ def build(jit, base):
                 live[i, p] = 1 if r[16] != z else 0
         return (a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11],
                 u, dn, df, dr, dt, touching)  # fmt: skip
+
+    @jit
+    def granular_pair_body(i, h, dyn, par, bonds, contacts):
+        """Per-pair pass of a step (the CPU's way, ``contacts.res`` not empty): ``i``
+        evaluates the dissipative law once for each listed partner ``j > i``, with the
+        same inputs and operations as :func:`granular_sum`, and writes both ends' terms
+        (force, moment) into their slots ``res[i, p]`` and ``res[j, p']``
+        (``nbr[j, p'] = i``) with ``got = 1``, the updated springs into both ends'
+        copies, and the pair's dissipated energy into ``i``'s ledger (a pair's energy is
+        booked to its lower index, as :func:`granular_sum` does). Only ``i`` writes the
+        slots of a pair ``(i, j > i)``, so threads never write the same slot.
+        :func:`granular_gather` then adds the slots in row order: the terms and the order
+        of :func:`granular_sum`, hence the same bits."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        hist, live, res, got = contacts.hist, contacts.live, contacts.res, contacts.got
+        nbr = contacts.nbr
+        cap = nbr.shape[1]
+        radius = par.radius
+        me = body_values(i, dyn, par, contacts)
+        mat_i = contacts.mat[i]
+        dn = df = dr = dt = z
+        for p in range(min(contacts.count[i], cap)):
+            j = nbr[i, p]
+            if j < i:
+                continue
+            dx = x[i, 0] - x[j, 0]
+            dy = x[i, 1] - x[j, 1]
+            dz = x[i, 2] - x[j, 2]
+            reach = radius[i] + radius[j]
+            apart = dx * dx + dy * dy + dz * dz >= reach * reach
+            if apart and live[i, p] == 0:
+                continue
+            if bonds.skip_contacts and bonded(i, j, bonds):
+                continue
+            # j's slot of the pair: rows are sorted and i < j, so i is among the first
+            # entries of j's row (absent only from a row that overflowed, whose block is
+            # redone after the regrow)
+            q = -1
+            for k in range(min(contacts.count[j], cap)):
+                m = nbr[j, k]
+                if m >= i:
+                    if m == i:
+                        q = k
+                    break
+            s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
+                 hist[i, p, 6], hist[i, p, 7])  # fmt: skip
+            if apart:  # the contact opened in this step: its springs' energy is dissipated
+                row = mat_i * contacts.nmat + contacts.mat[j]
+                rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
+                                       s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
+                df += rel[0]
+                dr += rel[1]
+                dt += rel[2]
+                for c in range(HISTORY):
+                    hist[i, p, c] = z
+                live[i, p] = 0
+                if q >= 0:
+                    for c in range(HISTORY):
+                        hist[j, q, c] = z
+                    live[j, q] = 0
+                continue
+            other = body_values(j, dyn, par, contacts)
+            r = granular_pair(T, me, other, mat_i, contacts.mat[j], s, contacts, h)[1]
+            dn += r[18]
+            df += r[19]
+            dr += r[20]
+            dt += r[21]
+            held = 1 if r[16] != z else 0
+            hist[i, p, 0] = r[9]
+            hist[i, p, 1] = r[10]
+            hist[i, p, 2] = r[11]
+            hist[i, p, 3] = r[12]
+            hist[i, p, 4] = r[13]
+            hist[i, p, 5] = r[14]
+            hist[i, p, 6] = r[15]
+            hist[i, p, 7] = r[16]
+            live[i, p] = held
+            res[i, p, 0] = r[0]
+            res[i, p, 1] = r[1]
+            res[i, p, 2] = r[2]
+            res[i, p, 3] = r[3]
+            res[i, p, 4] = r[4]
+            res[i, p, 5] = r[5]
+            got[i, p] = 1
+            if q >= 0:
+                hist[j, q, 0] = r[9]
+                hist[j, q, 1] = r[10]
+                hist[j, q, 2] = r[11]
+                hist[j, q, 3] = r[12]
+                hist[j, q, 4] = r[13]
+                hist[j, q, 5] = r[14]
+                hist[j, q, 6] = r[15]
+                hist[j, q, 7] = r[16]
+                live[j, q] = held
+                res[j, q, 0] = -r[0]
+                res[j, q, 1] = -r[1]
+                res[j, q, 2] = -r[2]
+                res[j, q, 3] = r[6]
+                res[j, q, 4] = r[7]
+                res[j, q, 5] = r[8]
+                got[j, q] = 1
+        dyn.dissip[i, 0] += dn
+        dyn.dissip[i, 1] += df
+        dyn.dissip[i, 2] += dr
+        dyn.dissip[i, 3] += dt
+
+    @jit
+    def granular_gather(i, contacts):
+        """The force and moment :func:`granular_sum` returns in a step, from the slots the
+        per-pair pass (:func:`granular_pair_body`) filled, added in row order; the slots
+        are cleared for the next step."""
+        res, got = contacts.res, contacts.got
+        T = res.dtype.type
+        z = T(0.0)
+        a = (z, z, z, z, z, z, z, z, z, z, z, z)
+        for p in range(min(contacts.count[i], contacts.nbr.shape[1])):
+            if got[i, p] == 0:
+                continue
+            got[i, p] = 0
+            f1, c1 = cadd(a[0], a[1], res[i, p, 0])
+            f2, c2 = cadd(a[2], a[3], res[i, p, 1])
+            f3, c3 = cadd(a[4], a[5], res[i, p, 2])
+            m1, e1 = cadd(a[6], a[7], res[i, p, 3])
+            m2, e2 = cadd(a[8], a[9], res[i, p, 4])
+            m3, e3 = cadd(a[10], a[11], res[i, p, 5])
+            a = (f1, c1, f2, c2, f3, c3, m1, e1, m2, e2, m3, e3)
+        return a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11]
 
     @jit
     def granular_wall_sum(i, update, h, dyn, par, walls, contacts):
@@ -426,8 +559,8 @@ def build(jit, base):
                 continue
             touching += 1
             row = contacts.mat[i] * contacts.nmat + walls.mat[w]
-            params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_ALPHA], par_[row, PAIR_MU],
-                      par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
+            params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_DAMP_N], par_[row, PAIR_DAMP_T],
+                      par_[row, PAIR_MU], par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
             springs = (whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
                        whist[i, w, 6], whist[i, w, 7])  # fmt: skip
             r = granular_contact(T, (n1, n2, n3, delta, dist, z, me[3], me[4]),
@@ -562,13 +695,21 @@ def build(jit, base):
             m3 = m3 + b6
         if contacts.law:
             # the dissipative law: contacts and walls with their springs (docs/contacts.md)
-            d = granular_sum(i, True, h, dyn, par, bonds, contacts)
-            f1 = f1 + d[0]
-            f2 = f2 + d[1]
-            f3 = f3 + d[2]
-            m1 = m1 + d[3]
-            m2 = m2 + d[4]
-            m3 = m3 + d[5]
+            if contacts.res.shape[0] > 0:  # the per-pair pass filled the slots and booked the energy
+                g1, g2, g3, g4, g5, g6 = granular_gather(i, contacts)
+            else:
+                d = granular_sum(i, True, h, dyn, par, bonds, contacts)
+                g1, g2, g3, g4, g5, g6 = d[0], d[1], d[2], d[3], d[4], d[5]
+                dyn.dissip[i, 0] += d[7]
+                dyn.dissip[i, 1] += d[8]
+                dyn.dissip[i, 2] += d[9]
+                dyn.dissip[i, 3] += d[10]
+            f1 = f1 + g1
+            f2 = f2 + g2
+            f3 = f3 + g3
+            m1 = m1 + g4
+            m2 = m2 + g5
+            m3 = m3 + g6
             w = granular_wall_sum(i, True, h, dyn, par, walls, contacts)
             f1 = f1 + w[0]
             f2 = f2 + w[1]
@@ -576,10 +717,10 @@ def build(jit, base):
             m1 = m1 + w[3]
             m2 = m2 + w[4]
             m3 = m3 + w[5]
-            dyn.dissip[i, 0] += d[7] + w[7]
-            dyn.dissip[i, 1] += d[8] + w[8]
-            dyn.dissip[i, 2] += d[9] + w[9]
-            dyn.dissip[i, 3] += d[10] + w[10]
+            dyn.dissip[i, 0] += w[7]
+            dyn.dissip[i, 1] += w[8]
+            dyn.dissip[i, 2] += w[9]
+            dyn.dissip[i, 3] += w[10]
         else:
             if contacts.mode != 0:
                 c1, c2, c3, uc = contact_sum(i, x, par, bonds, contacts)
@@ -736,6 +877,8 @@ def build(jit, base):
         granular_contact=granular_contact,
         granular_sum=granular_sum,
         granular_wall_sum=granular_wall_sum,
+        granular_pair_body=granular_pair_body,
+        granular_gather=granular_gather,
         pendulum_term=pendulum_term,
         forces_body=forces_body,
         family_forces_body=family_forces_body,

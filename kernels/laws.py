@@ -237,6 +237,9 @@ def cell_hash(cx, cy, cz, mask):
 #: Floats kept per contact of the dissipative law: tangential spring ``ξ`` (3), rolling
 #: spring ``ψ`` (3), twisting angle ``φ`` (1) and the overlap at the last step (1).
 HISTORY = 8
+#: Numbers of a pair's slot in the per-pair pass: force (3) and moment (3) on the slot's
+#: end, and two of padding, so that a float64 slot is one 64-byte cache line.
+CONTACT_SLOT = 8
 #: Columns of the per-particle dissipated-energy ledger: normal damping, friction slip,
 #: rolling resistance, twisting resistance.
 DISSIPATION = 4
@@ -247,7 +250,11 @@ PAIR_ALPHA = 2  # Tsuji damping factor α(e) [-]
 PAIR_MU = 3  # sliding friction μ [-]
 PAIR_MU_ROLL = 4  # rolling friction μ_r [-]
 PAIR_MU_TWIST = 5  # twisting friction μ_t [-]
-PAIR_WIDTH = 6
+PAIR_DAMP_N = 6  # α sqrt(4 E*/3): the normal dashpot is PAIR_DAMP_N sqrt(m* a) [sqrt(pressure)]
+PAIR_DAMP_T = 7  # α sqrt(8 G*): the tangential one, η_t = PAIR_DAMP_T sqrt(m* a) [sqrt(pressure)]
+PAIR_WIDTH = 8
+#: The columns :func:`granular_contact` takes as ``params``, in its order.
+PAIR_LAW = (PAIR_ESTAR, PAIR_GSTAR, PAIR_DAMP_N, PAIR_DAMP_T, PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST)
 #: Which velocity the dissipative forces see in maps (23) and (25).
 VELOCITY_HALF = 0  # v_{k+1/2}, the half-kicked velocity of the drift
 VELOCITY_PREDICTED = 1  # v_{k+1/2} + h F_k / 2m, a prediction of v_{k+1}
@@ -260,20 +267,21 @@ def granular_contact(T, geometry, velocities, drift, params, springs, h):
     ``geometry = (n1, n2, n3, delta, la, lb, R*, m*)``, ``velocities = (dv, w_a, w_b)``
     (9 numbers: the velocities the dashpots see, ``docs/contacts.md``), ``drift`` the same
     for the velocities of the step's drift (``v_{k+1/2}``: they stretch the springs by the
-    step's actual relative displacement), ``params = (E*, G*, α, μ, μ_r, μ_t)``, ``springs = (ξ, ψ, φ, δ_old)``
-    (8 numbers): ``n`` the unit normal from ``b`` to ``a``, ``delta > 0`` the
+    step's actual relative displacement), ``params = (E*, G*, d_n, d_t, μ, μ_r, μ_t)``
+    (``d_n = α sqrt(4E*/3)``, ``d_t = α sqrt(8G*)``: :data:`PAIR_DAMP_N`,
+    :data:`PAIR_DAMP_T`), ``springs = (ξ, ψ, φ, δ_old)`` (8 numbers): ``n`` the unit normal from ``b`` to ``a``, ``delta > 0`` the
     overlap, ``la``, ``lb`` the distances from the centres to the contact point
     (``la + lb`` = centre distance), ``R*``, ``m*`` the effective radius and mass,
     ``dv = v_a - v_b``, ``w`` the spatial angular velocities, ``h`` the step (0: no
     update of the springs, no dissipation). Laws (``docs/contacts.md``):
 
     * normal, Hertz with Tsuji damping: ``F_n = max(0, k_n δ^{3/2} - α sqrt(m* k_n) δ^{1/4} v_n)``,
-      ``k_n = (4/3) E* sqrt(R*)``; the restitution depends on ``α`` only, not on the speed;
+      ``k_n = (4/3) E* sqrt(R*)`` (``α sqrt(m* k_n) δ^{1/4} = d_n sqrt(m* a)``); the restitution depends on ``α`` only, not on the speed;
     * tangential, Mindlin no-slip spring with damping and the Coulomb limit: spring ``ξ``
       turned into the tangent plane (its length kept), ``ξ += h v_t`` (``v_t`` of ``drift``);
       ``F_t = -k_t ξ - η_t v_t``, ``k_t = 8 G* a``, ``a = sqrt(R* δ)``,
-      ``η_t = α sqrt(m* k_t)``; when ``|F_t| > μ F_n`` it slides: ``F_t`` is scaled onto
-      ``μ F_n`` and the spring reset to ``ξ = -(F_t + η_t v_t)/k_t``;
+      ``η_t = α sqrt(m* k_t) = d_t sqrt(m* a)``; when ``|F_t| > μ F_n`` it slides:
+      ``F_t`` is scaled onto ``μ F_n`` and the spring reset to ``ξ = -(F_t + η_t v_t)/k_t``;
     * rolling (spring-dashpot-slider): ``v_r = R* (ω_a - ω_b) × n``, spring ``ψ``,
       ``F_r = -k_t ψ - η_t v_r``, ``|F_r| ≤ μ_r F_n``, couple ``±R* n × F_r``;
     * twisting (Marshall): ``ω_n = (ω_a - ω_b)·n``, angle ``φ``,
@@ -291,14 +299,13 @@ def granular_contact(T, geometry, velocities, drift, params, springs, h):
     n1, n2, n3, delta, la, lb, rstar, mstar = geometry
     dv1, dv2, dv3, wa1, wa2, wa3, wb1, wb2, wb3 = velocities
     ev1, ev2, ev3, ea1, ea2, ea3, eb1, eb2, eb3 = drift
-    estar, gstar, alpha, mu, mu_roll, mu_twist = params
+    estar, gstar, damp_n, damp_t, mu, mu_roll, mu_twist = params
     s1, s2, s3, r1, r2, r3, tw, delta_old = springs
-    root = math.sqrt(delta)
-    sr = math.sqrt(rstar)
-    a = sr * root
-    kn = T(4.0) / T(3.0) * estar * sr
-    fel = kn * delta * root
+    a = math.sqrt(rstar * delta)  # contact radius; k_n sqrt(δ) = (4/3) E* a
+    fel = T(4.0) / T(3.0) * estar * a * delta
     un = T(0.4) * fel * delta
+    # sqrt(m* k_n sqrt(δ)) and sqrt(m* k_t) share sqrt(m* a)
+    sma = math.sqrt(mstar * a)
     # velocity of a's contact point relative to b's: dv + ω_a × (-l_a n) - ω_b × (l_b n)
     c1 = dv1 - la * (wa2 * n3 - wa3 * n2) - lb * (wb2 * n3 - wb3 * n2)
     c2 = dv2 - la * (wa3 * n1 - wa1 * n3) - lb * (wb3 * n1 - wb1 * n3)
@@ -309,12 +316,12 @@ def granular_contact(T, geometry, velocities, drift, params, springs, h):
     e2 = ev2 - la * (ea3 * n1 - ea1 * n3) - lb * (eb3 * n1 - eb1 * n3)
     e3 = ev3 - la * (ea1 * n2 - ea2 * n1) - lb * (eb1 * n2 - eb2 * n1)
     en = e1 * n1 + e2 * n2 + e3 * n3
-    fn = fel - alpha * math.sqrt(mstar * kn * root) * vn
+    fn = fel - damp_n * sma * vn
     if fn < T(0.0):  # no pull: a damped contact releases instead of holding on
         fn = T(0.0)
     d_normal = -h * (fn - fel) * vn
     kt = T(8.0) * gstar * a
-    eta = alpha * math.sqrt(mstar * kt)
+    eta = damp_t * sma
     kt_old = T(8.0) * gstar * math.sqrt(rstar * delta_old)
     # tangential spring: turned into the tangent plane, length kept, then stretched
     vt1 = c1 - vn * n1
@@ -342,9 +349,10 @@ def granular_contact(T, geometry, velocities, drift, params, springs, h):
         ft2 = c * ft2
         ft3 = c * ft3
         if kt > T(0.0):
-            s1 = -(ft1 + eta * vt1) / kt
-            s2 = -(ft2 + eta * vt2) / kt
-            s3 = -(ft3 + eta * vt3) / kt
+            inv = T(1.0) / kt
+            s1 = -(ft1 + eta * vt1) * inv
+            s2 = -(ft2 + eta * vt2) * inv
+            s3 = -(ft3 + eta * vt3) * inv
     ut = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
     d_friction = -h * (ft1 * vt1 + ft2 * vt2 + ft3 * vt3) - (ut - u_old)
     # rolling resistance: the same spring-dashpot-slider on v_r = R* (ω_a - ω_b) × n
@@ -354,50 +362,59 @@ def granular_contact(T, geometry, velocities, drift, params, springs, h):
     g1 = ea1 - eb1
     g2 = ea2 - eb2
     g3 = ea3 - eb3
-    vr1 = rstar * (o2 * n3 - o3 * n2)
-    vr2 = rstar * (o3 * n1 - o1 * n3)
-    vr3 = rstar * (o1 * n2 - o2 * n1)
     ss = r1 * r1 + r2 * r2 + r3 * r3
-    u_old = T(0.5) * kt_old * ss
-    sn = r1 * n1 + r2 * n2 + r3 * n3
-    p1 = r1 - sn * n1
-    p2 = r2 - sn * n2
-    p3 = r3 - sn * n3
-    pp = p1 * p1 + p2 * p2 + p3 * p3
-    c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-    r1 = c * p1 + h * rstar * (g2 * n3 - g3 * n2)
-    r2 = c * p2 + h * rstar * (g3 * n1 - g1 * n3)
-    r3 = c * p3 + h * rstar * (g1 * n2 - g2 * n1)
-    fr1 = -kt * r1 - eta * vr1
-    fr2 = -kt * r2 - eta * vr2
-    fr3 = -kt * r3 - eta * vr3
-    limit = mu_roll * fn
-    ff = fr1 * fr1 + fr2 * fr2 + fr3 * fr3
-    if ff > limit * limit:
-        c = limit / math.sqrt(ff)
-        fr1 = c * fr1
-        fr2 = c * fr2
-        fr3 = c * fr3
-        if kt > T(0.0):
-            r1 = -(fr1 + eta * vr1) / kt
-            r2 = -(fr2 + eta * vr2) / kt
-            r3 = -(fr3 + eta * vr3) / kt
-    ur = T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3)
-    d_rolling = -h * (fr1 * vr1 + fr2 * vr2 + fr3 * vr3) - (ur - u_old)
+    if mu_roll > T(0.0):
+        vr1 = rstar * (o2 * n3 - o3 * n2)
+        vr2 = rstar * (o3 * n1 - o1 * n3)
+        vr3 = rstar * (o1 * n2 - o2 * n1)
+        u_old = T(0.5) * kt_old * ss
+        sn = r1 * n1 + r2 * n2 + r3 * n3
+        p1 = r1 - sn * n1
+        p2 = r2 - sn * n2
+        p3 = r3 - sn * n3
+        pp = p1 * p1 + p2 * p2 + p3 * p3
+        c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
+        r1 = c * p1 + h * rstar * (g2 * n3 - g3 * n2)
+        r2 = c * p2 + h * rstar * (g3 * n1 - g1 * n3)
+        r3 = c * p3 + h * rstar * (g1 * n2 - g2 * n1)
+        fr1 = -kt * r1 - eta * vr1
+        fr2 = -kt * r2 - eta * vr2
+        fr3 = -kt * r3 - eta * vr3
+        limit = mu_roll * fn
+        ff = fr1 * fr1 + fr2 * fr2 + fr3 * fr3
+        if ff > limit * limit:
+            c = limit / math.sqrt(ff)
+            fr1 = c * fr1
+            fr2 = c * fr2
+            fr3 = c * fr3
+            if kt > T(0.0):
+                inv = T(1.0) / kt
+                r1 = -(fr1 + eta * vr1) * inv
+                r2 = -(fr2 + eta * vr2) * inv
+                r3 = -(fr3 + eta * vr3) * inv
+        ur = T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3)
+        d_rolling = -h * (fr1 * vr1 + fr2 * vr2 + fr3 * vr3) - (ur - u_old)
+    else:  # no rolling resistance: no spring (one left by a checkpoint is released)
+        fr1 = fr2 = fr3 = r1 = r2 = r3 = ur = T(0.0)
+        d_rolling = T(0.5) * kt_old * ss
     # twisting resistance
-    wn = o1 * n1 + o2 * n2 + o3 * n3
-    ktw = T(0.5) * kt * a * a
-    etw = T(0.5) * eta * a * a
     u_old = T(0.25) * kt_old * rstar * delta_old * tw * tw
-    tw = tw + h * (g1 * n1 + g2 * n2 + g3 * n3)
-    mt = -ktw * tw - etw * wn
-    limit = mu_twist * a * fn
-    if abs(mt) > limit:
-        mt = limit if mt > T(0.0) else -limit
-        if ktw > T(0.0):
-            tw = -(mt + etw * wn) / ktw
-    utw = T(0.5) * ktw * tw * tw
-    d_twisting = -h * mt * wn - (utw - u_old)
+    if mu_twist > T(0.0):
+        wn = o1 * n1 + o2 * n2 + o3 * n3
+        ktw = T(0.5) * kt * a * a
+        etw = T(0.5) * eta * a * a
+        tw = tw + h * (g1 * n1 + g2 * n2 + g3 * n3)
+        mt = -ktw * tw - etw * wn
+        limit = mu_twist * a * fn
+        if abs(mt) > limit:
+            mt = limit if mt > T(0.0) else -limit
+            if ktw > T(0.0):
+                tw = -(mt + etw * wn) / ktw
+        utw = T(0.5) * ktw * tw * tw
+        d_twisting = -h * mt * wn - (utw - u_old)
+    else:  # no twisting resistance
+        mt = tw = utw = T(0.0)
+        d_twisting = u_old
     # moments: the tangential force at the contact point, the rolling and twisting couples
     q1 = n2 * ft3 - n3 * ft2
     q2 = n3 * ft1 - n1 * ft3

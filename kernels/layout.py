@@ -23,7 +23,8 @@ precision. Units are consistent units of length, time and mass.
     pass reads one byte, not a slot's 64-byte springs, for each listed pair that does not
     touch; ``whist`` (N, W, 8) the springs of the wall contacts;
     ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal
-    damping, friction slip, rolling, twisting; each end of a pair books half) [M L²/T²];
+    damping, friction slip, rolling, twisting; a pair's is booked to its lower index, a
+    wall contact's to its particle) [M L²/T²];
     ``nbr``, ``count``, ``x_ref``: the neighbour list the springs are keyed to (the same
     arrays as in ``Contacts``), saved and restored with them.
 
@@ -42,6 +43,9 @@ precision. Units are consistent units of length, time and mass.
     RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself.
 
 ``Contacts``: Hertz particle-particle contact (56)-(57)
+    (and the dissipative law's arguments: materials, pair table, springs; ``res`` (N,
+    capacity, 8) and ``got`` (N, capacity) uint8, the slots of the per-pair pass, or
+    (0, 1, 8) and (0, 1) where each end evaluates its pairs itself)
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``); ``kpp``
     stiffness [M L²/T²]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
     ascending; ``count`` (N,) int32 entries of each row (may exceed the capacity: then the
@@ -79,7 +83,8 @@ Bonds = namedtuple(
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
 )
 Contacts = namedtuple(
-    "Contacts", "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old"
+    "Contacts",
+    "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old res got",
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members")
 Walls = namedtuple("Walls", "planes k mat")

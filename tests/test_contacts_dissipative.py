@@ -333,7 +333,7 @@ def test_conservative_parts_against_finite_differences():
     couple of ``ψ`` and the twisting couple of ``φ`` (no damping, no slip, h = 0)."""
     T = np.float64
     estar, gstar, rstar, mstar = 4e10, 1.6e10, 0.005, 0.01
-    params = (estar, gstar, 0.0, 1e9, 1e9, 1e9)  # elastic, no limit reached
+    params = (estar, gstar, 0.0, 0.0, 1e9, 1e9, 1e9)  # elastic, no limit reached
     xi = np.array([1e-7, -2e-7, 0.0])
     psi = np.array([2e-7, 3e-7, 0.0])  # in the tangent plane (the law turns a spring into it)
     phi = 2e-5

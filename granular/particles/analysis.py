@@ -188,8 +188,7 @@ def _law_rows(model, state):
 
 def _params(h, row):
     p = h.pair[row]
-    return (p[laws.PAIR_ESTAR], p[laws.PAIR_GSTAR], p[laws.PAIR_ALPHA], p[laws.PAIR_MU], p[laws.PAIR_MU_ROLL],
-            p[laws.PAIR_MU_TWIST])  # fmt: skip
+    return tuple(p[c] for c in laws.PAIR_LAW)
 
 
 def _particle_rows(model, state, x, r) -> list:

@@ -27,11 +27,23 @@ import math
 
 import numpy as np
 
-from kernels.laws import CONTACTS_LIST, HISTORY
+from kernels.laws import CONTACT_SLOT, CONTACTS_LIST, HISTORY
 from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
 #: Initial particles per bucket; the buckets number the next power of two >= N.
 BUCKET_DEPTH = 8
+
+
+def _aligned_zeros(xp, shape, dtype, align=64):
+    """Zeros whose data start on an ``align``-byte boundary (a float64 contact slot is
+    then exactly one cache line). CuPy's allocations already are; NumPy's need not be."""
+    if xp is not np:
+        return xp.zeros(shape, dtype=dtype)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _buckets_for(n: int) -> int:
@@ -92,6 +104,11 @@ class NeighborList:
         self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
         self.hist_old = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        # the per-pair pass's slots (kernels.interactions.granular_pair_body), where the
+        # backend evaluates each pair once (PER_CONTACT_PASS); empty: each end evaluates
+        pairs = rows if self.backend.kernels.PER_CONTACT_PASS else 0
+        self.res = _aligned_zeros(xp, (pairs, width if pairs else 1, CONTACT_SLOT), self.dtype)
+        self.got = xp.zeros((pairs, width if pairs else 1), dtype=np.uint8)
         if carry is not None and self.history:
             nbr, count, hist = carry
             k = min(nbr.shape[1], self.capacity)
@@ -123,7 +140,7 @@ class NeighborList:
             contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
                                 self.dtype.type(self.skin), half * half, law["on"], law["vel"], law["mat"],
                                 law["pair"], law["nmat"], dev(self.hist), dev(self.live), dev(self.nbr_old), dev(self.count_old),
-                                dev(self.hist_old))  # fmt: skip
+                                dev(self.hist_old), dev(self.res), dev(self.got))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members))
             self._bundles = (contacts, grid)
         return self._bundles
@@ -250,7 +267,7 @@ class NeighborList:
     @property
     def bytes(self) -> int:
         arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
-                  self.count_old, self.hist_old)  # fmt: skip
+                  self.count_old, self.hist_old, self.res, self.got)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
 

@@ -25,7 +25,14 @@ from __future__ import annotations
 import numpy as np
 
 from kernels import laws
-from kernels.laws import CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE, VELOCITY_HALF, VELOCITY_PREDICTED
+from kernels.laws import (
+    CONTACT_SLOT,
+    CONTACTS_ALL_PAIRS,
+    CONTACTS_LIST,
+    CONTACTS_NONE,
+    VELOCITY_HALF,
+    VELOCITY_PREDICTED,
+)
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
 
@@ -72,7 +79,8 @@ class ContactLaw:
         """The mixed parameters of materials ``a`` and ``b`` (host floats)."""
 
         row = self.pair_host[a * len(self.materials) + b]
-        return {k.lower()[5:]: float(row[getattr(laws, k)]) for k in dir(laws) if k.startswith("PAIR_") and k != "PAIR_WIDTH"}
+        columns = {k: getattr(laws, k) for k in dir(laws) if k.startswith("PAIR_") and k != "PAIR_WIDTH"}
+        return {k.lower()[5:]: float(row[c]) for k, c in columns.items() if isinstance(c, int)}
 
 
 class ParticleContacts:
@@ -159,8 +167,9 @@ def _placeholder_args(backend, dummy, mode, kpp, T):
     xp = backend.xp
     hist = dev(xp.zeros((0, 1, 8), dtype=T))
     live = dev(xp.zeros((0, 1), dtype=np.uint8))
+    res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
     return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0), law["on"], law["vel"], law["mat"], law["pair"],
-                     law["nmat"], hist, live, nbr, count, hist),
+                     law["nmat"], hist, live, nbr, count, hist, res, live),
             Grid(T(1.0), np.int64(0), buckets, members))  # fmt: skip
 
 

@@ -28,6 +28,8 @@ import numpy as np
 
 from kernels.laws import (
     PAIR_ALPHA,
+    PAIR_DAMP_N,
+    PAIR_DAMP_T,
     PAIR_ESTAR,
     PAIR_GSTAR,
     PAIR_MU,
@@ -149,6 +151,8 @@ def mix(a: Material, b: Material) -> np.ndarray:
     row[PAIR_MU] = math.sqrt(a.friction * b.friction)
     row[PAIR_MU_ROLL] = math.sqrt(a.rolling_friction * b.rolling_friction)
     row[PAIR_MU_TWIST] = math.sqrt(a.twisting_friction * b.twisting_friction)
+    row[PAIR_DAMP_N] = row[PAIR_ALPHA] * math.sqrt(4.0 / 3.0 * row[PAIR_ESTAR])
+    row[PAIR_DAMP_T] = row[PAIR_ALPHA] * math.sqrt(8.0 * row[PAIR_GSTAR])
     return row
 
 
