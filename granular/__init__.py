@@ -23,6 +23,7 @@ from .particles import diagnostics, shapes
 from .particles.analysis import ContactList, contact_list, forces_by_family
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.model import Model, ModelBuilder
+from .particles.replicas import replica_diagnostics, replicate
 from .particles.stability import StepEstimate, estimate_stable_step
 from .particles.state import State
 
@@ -62,6 +63,8 @@ __all__ = [
     "forces_by_family",
     "get_backend",
     "load_state",
+    "replica_diagnostics",
+    "replicate",
     "rotations",
     "save_state",
     "shapes",

@@ -7,7 +7,9 @@ no bounding box, so a build needs no reduction over positions and no host decisi
 binning is a counting pass into the buckets (atomic slots on the GPU, a serial pass on
 the CPU), and :func:`build_body` scans, for each particle, the buckets of the 27 cells
 around its own. A bucket can hold particles of several cells (hash collisions); a
-candidate is accepted only while scanning its own cell, so it is found once.
+candidate is accepted only while scanning its own cell, so it is found once. In a model
+of independent replicas the replica is a fourth cell coordinate: particles of different
+replicas never share a cell, so they are never neighbours, wherever they are in space.
 
 Each row of the list is kept sorted by particle index (insertion as candidates are
 found), so the list is the same set in the same order whichever way the buckets were
@@ -38,11 +40,17 @@ def build(jit):
     cell_of = jit(laws.cell_of)
 
     @jit
+    def replica_of(i, grid):
+        """Particle ``i``'s replica (0 for a single system)."""
+        return grid.replica[i] if grid.replica.shape[0] > 0 else 0
+
+    @jit
     def bucket_of(i, x, grid):
-        """Bucket of particle ``i``'s cell."""
+        """Bucket of particle ``i``'s cell (in its replica)."""
         T = x.dtype.type
         inv = grid.inv_cell
-        return cell_hash(cell_of(T, x[i, 0], inv), cell_of(T, x[i, 1], inv), cell_of(T, x[i, 2], inv), grid.mask)
+        return cell_hash(cell_of(T, x[i, 0], inv), cell_of(T, x[i, 1], inv), cell_of(T, x[i, 2], inv),
+                         replica_of(i, grid), grid.mask)  # fmt: skip
 
     @jit
     def keep_body(i, contacts):
@@ -94,6 +102,8 @@ def build(jit):
         cx = cell_of(T, x[i, 0], inv)
         cy = cell_of(T, x[i, 1], inv)
         cz = cell_of(T, x[i, 2], inv)
+        ri = replica_of(i, grid)
+        replicas = grid.replica.shape[0] > 0
         n = 0
         for dz in range(-1, 2):
             for dy in range(-1, 2):
@@ -101,7 +111,7 @@ def build(jit):
                     ccx = cx + dx
                     ccy = cy + dy
                     ccz = cz + dz
-                    b = cell_hash(ccx, ccy, ccz, grid.mask)
+                    b = cell_hash(ccx, ccy, ccz, ri, grid.mask)
                     filled = min(grid.bucket_count[b], depth)
                     for p in range(filled):
                         j = members[b, p]
@@ -110,6 +120,8 @@ def build(jit):
                         if cell_of(T, x[j, 0], inv) != ccx or cell_of(T, x[j, 1], inv) != ccy:
                             continue
                         if cell_of(T, x[j, 2], inv) != ccz:
+                            continue
+                        if replicas and grid.replica[j] != ri:  # another replica's particle in this cell
                             continue
                         d1 = x[i, 0] - x[j, 0]
                         d2 = x[i, 1] - x[j, 1]

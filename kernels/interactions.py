@@ -524,6 +524,15 @@ def build(jit, base):
         return a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11]
 
     @jit
+    def wall_range(i, walls):
+        """The walls particle ``i`` meets: ``first[r]:first[r+1]`` of its replica ``r``,
+        or all of them for a single system."""
+        if walls.first.shape[0] > 0:
+            r = walls.replica[i]
+            return walls.first[r], walls.first[r + 1]
+        return 0, walls.planes.shape[0]
+
+    @jit
     def granular_wall_sum(i, update, h, dyn, par, walls, contacts):
         """The dissipative law between ``i`` and each planar wall (``b`` is the wall: at
         rest, ``l_b = 0``, ``R* = r_i``, ``m* = m_i``); springs in ``dyn.whist[i, w]``.
@@ -539,30 +548,32 @@ def build(jit, base):
         c1 = c2 = c3 = e1 = e2 = e3 = z
         u = dn = df = dr = dt = z
         touching = 0
-        for w in range(planes.shape[0]):
+        lo, hi = wall_range(i, walls)
+        for w in range(lo, hi):
+            k = w - lo  # the wall's springs: its place within the replica
             n1 = planes[w, 0]
             n2 = planes[w, 1]
             n3 = planes[w, 2]
             dist = n1 * me[0] + n2 * me[1] + n3 * me[2] - planes[w, 3]
             delta = me[3] - dist
             if not (delta > z):
-                if update and whist[i, w, 7] != z:  # the contact opened: its springs' energy is dissipated
+                if update and whist[i, k, 7] != z:  # the contact opened: its springs' energy is dissipated
                     row = contacts.mat[i] * contacts.nmat + walls.mat[w]
-                    rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], whist[i, w, 0], whist[i, w, 1],
-                                           whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
-                                           whist[i, w, 6], whist[i, w, 7])  # fmt: skip
+                    rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], whist[i, k, 0], whist[i, k, 1],
+                                           whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
+                                           whist[i, k, 6], whist[i, k, 7])  # fmt: skip
                     df += rel[0]
                     dr += rel[1]
                     dt += rel[2]
                     for c in range(HISTORY):
-                        whist[i, w, c] = z
+                        whist[i, k, c] = z
                 continue
             touching += 1
             row = contacts.mat[i] * contacts.nmat + walls.mat[w]
             params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_DAMP_N], par_[row, PAIR_DAMP_T],
                       par_[row, PAIR_MU], par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
-            springs = (whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4], whist[i, w, 5],
-                       whist[i, w, 6], whist[i, w, 7])  # fmt: skip
+            springs = (whist[i, k, 0], whist[i, k, 1], whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
+                       whist[i, k, 6], whist[i, k, 7])  # fmt: skip
             r = granular_contact(T, (n1, n2, n3, delta, dist, z, me[3], me[4]),
                                  (me[5], me[6], me[7], me[8], me[9], me[10], z, z, z),
                                  (me[11], me[12], me[13], me[14], me[15], me[16], z, z, z), params, springs, h)
@@ -578,14 +589,14 @@ def build(jit, base):
             dr += r[20]
             dt += r[21]
             if update:
-                whist[i, w, 0] = r[9]
-                whist[i, w, 1] = r[10]
-                whist[i, w, 2] = r[11]
-                whist[i, w, 3] = r[12]
-                whist[i, w, 4] = r[13]
-                whist[i, w, 5] = r[14]
-                whist[i, w, 6] = r[15]
-                whist[i, w, 7] = r[16]
+                whist[i, k, 0] = r[9]
+                whist[i, k, 1] = r[10]
+                whist[i, k, 2] = r[11]
+                whist[i, k, 3] = r[12]
+                whist[i, k, 4] = r[13]
+                whist[i, k, 5] = r[14]
+                whist[i, k, 6] = r[15]
+                whist[i, k, 7] = r[16]
         return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u, dn, df, dr, dt, touching
 
     @jit
@@ -622,7 +633,9 @@ def build(jit, base):
                     hist[i, p, 4], hist[i, p, 5], hist[i, p, 6],
                 )  # fmt: skip
         planes = walls.planes
-        for w in range(planes.shape[0]):
+        lo, hi = wall_range(i, walls)
+        for w in range(lo, hi):
+            k = w - lo
             dist = planes[w, 0] * x[i, 0] + planes[w, 1] * x[i, 1] + planes[w, 2] * x[i, 2] - planes[w, 3]
             delta = par.radius[i] - dist
             if not (delta > z):
@@ -630,8 +643,8 @@ def build(jit, base):
             touching += 1
             row = contacts.mat[i] * contacts.nmat + walls.mat[w]
             upw += granular_energy(T, delta, par.radius[i], contacts.pair[row, PAIR_ESTAR], contacts.pair[row, PAIR_GSTAR],
-                                   whist[i, w, 0], whist[i, w, 1], whist[i, w, 2], whist[i, w, 3], whist[i, w, 4],
-                                   whist[i, w, 5], whist[i, w, 6])  # fmt: skip
+                                   whist[i, k, 0], whist[i, k, 1], whist[i, k, 2], whist[i, k, 3], whist[i, k, 4],
+                                   whist[i, k, 5], whist[i, k, 6])  # fmt: skip
         return upp, upw, touching
 
     @jit
@@ -642,7 +655,8 @@ def build(jit, base):
         f1 = f2 = f3 = u = T(0.0)
         c1 = c2 = c3 = cu = T(0.0)
         planes = walls.planes
-        for w in range(planes.shape[0]):
+        lo, hi = wall_range(i, walls)
+        for w in range(lo, hi):
             n1 = planes[w, 0]
             n2 = planes[w, 1]
             n3 = planes[w, 2]
@@ -877,6 +891,7 @@ def build(jit, base):
         granular_contact=granular_contact,
         granular_sum=granular_sum,
         granular_wall_sum=granular_wall_sum,
+        wall_range=wall_range,
         granular_pair_body=granular_pair_body,
         granular_gather=granular_gather,
         pendulum_term=pendulum_term,

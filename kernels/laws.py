@@ -226,12 +226,14 @@ def cell_of(T, x, inv_cell):
     return int(math.floor(c))
 
 
-def cell_hash(cx, cy, cz, mask):
-    """Bucket of cell ``(cx, cy, cz)`` in a hash table of ``mask + 1`` (a power of two)
-    buckets. Each coordinate keeps its low 21 bits, so the products stay below 2^48 and
-    the hash is the same in Python, on the CPU and on the GPU (no integer overflow)."""
+def cell_hash(cx, cy, cz, r, mask):
+    """Bucket of cell ``(cx, cy, cz)`` of replica ``r`` (0 for a single system) in a hash
+    table of ``mask + 1`` (a power of two) buckets. Each coordinate keeps its low 21 bits,
+    so the products stay below 2^48 and the hash is the same in Python, on the CPU and on
+    the GPU (no integer overflow)."""
     m21 = 2097151
-    return (((cx & m21) * 73856093) ^ ((cy & m21) * 19349663) ^ ((cz & m21) * 83492791)) & mask
+    return (((cx & m21) * 73856093) ^ ((cy & m21) * 19349663) ^ ((cz & m21) * 83492791)
+            ^ ((r & m21) * 50331653)) & mask  # fmt: skip
 
 
 #: Floats kept per contact of the dissipative law: tangential spring ``ξ`` (3), rolling

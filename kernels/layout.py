@@ -55,12 +55,17 @@ precision. Units are consistent units of length, time and mass.
 ``Grid``: the hash grid the neighbour list is built from
     ``inv_cell`` = 1/cell size (the cell is at least the largest contact cutoff);
     ``mask`` = buckets - 1 (a power of two minus one); ``bucket_count`` (buckets,) int32;
-    ``members`` (buckets, M) int32 particle ids per bucket.
+    ``members`` (buckets, M) int32 particle ids per bucket; ``replica`` (N,) int32 the
+    replica of each particle (a model of independent replicas: the replica is part of the
+    cell, so particles of different replicas are never neighbours), or (0,) for one system.
 
 ``Walls``: planar walls ``n·x = c``
     ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n`` into the allowed side;
     ``k`` (W,) stiffness [M L²/T²]; ``mat`` (W,) int32 each wall's material (the
-    dissipative law).
+    dissipative law); with replicas, ``first`` (R+1,) int64, the walls of replica ``r``
+    being ``first[r]:first[r+1]``, and ``replica`` (N,) int32 each particle's replica; for
+    one system both are (0,) and every particle meets every wall. A particle's wall
+    springs (``Dynamics.whist``) are indexed by the wall's place within its replica.
 
 ``Fields``: uniform gravity and the 3D pendulum (39)
     ``gravity`` (3,) or (0,) for none [length/time²]; ``pendulum_of`` (N,) int32 the
@@ -86,8 +91,8 @@ Contacts = namedtuple(
     "Contacts",
     "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old res got",
 )
-Grid = namedtuple("Grid", "inv_cell mask bucket_count members")
-Walls = namedtuple("Walls", "planes k mat")
+Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
+Walls = namedtuple("Walls", "planes k mat first replica")
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical")
 Flags = namedtuple("Flags", "status report")
 

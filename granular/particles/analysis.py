@@ -123,6 +123,9 @@ def _touching_pairs(model, x, r):
     d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
     pairs = pairs[d < r[pairs[:, 0]] + r[pairs[:, 1]]]
     contacts = model.force("contacts")
+    replica = contacts.neighbors.replica_host if contacts.neighbors is not None else None
+    if replica is not None:  # independent replicas: only pairs within one
+        pairs = pairs[replica[pairs[:, 0]] == replica[pairs[:, 1]]]
     if contacts.skip_bonded and model.bonds is not None:
         a, b = model.bonds.host["a"], model.bonds.host["b"]
         bonded = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
@@ -224,10 +227,16 @@ def _wall_rows(model, state, x, r, walls) -> list:
     k = np.asarray(model.backend.to_host(walls.k), dtype=np.float64)
     h = _law_rows(model, state) if model.law is not None else None
     rows = []
+    first, replica = walls.first_host, walls.replica_host
     for w, plane in enumerate(walls.planes_host):
         n, c = plane[:3], plane[3]
         s = x @ n - c
-        for i in np.flatnonzero(s < r):
+        touching = s < r
+        if len(first):  # replicas: the wall meets its replica's particles
+            rep = int(np.searchsorted(first, w, side="right")) - 1
+            touching &= replica == rep
+        for i in np.flatnonzero(touching):
+            local = w - (int(first[replica[i]]) if len(first) else 0)
             dist = float(s[i])
             point = x[i] - dist * n
             if h is None:
@@ -237,6 +246,6 @@ def _wall_rows(model, state, x, r, walls) -> list:
             geometry = (n[0], n[1], n[2], r[i] - dist, dist, 0.0, r[i], h.m[i])
             velocities = (*h.v[i], *h.w[i], 0.0, 0.0, 0.0)
             out = laws.granular_contact(T, geometry, velocities, velocities,
-                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w]), tuple(h.whist[i, w]), T(0.0))  # fmt: skip
+                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w]), tuple(h.whist[i, local]), T(0.0))  # fmt: skip
             rows.append(((i, w), True, r[i] - dist, n, point, out[0:3], out[3:6], zero))
     return rows

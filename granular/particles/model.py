@@ -178,6 +178,88 @@ class ModelBuilder:
         self._allow_overlap = False
         self._wall_overlap = []  # per wall: allow_initial_overlap
         self._velocity = "predicted"
+        self._replica_counts = None  # particles of each replica (a model of replicas)
+        self._replica_walls = None  # walls of each replica
+
+    @classmethod
+    def replicas(cls, builders) -> "ModelBuilder":
+        """One builder holding the systems of ``builders`` as independent replicas.
+
+        Replica ``r`` is ``builders[r]``: its particles keep their order and follow those
+        of the replicas before it, its bonds join its own particles, and its walls act on
+        its particles only. Particles of different replicas never interact, wherever they
+        are: the neighbour search puts the replica into the cell
+        (:mod:`kernels.grid`), so replicas may overlap in space. Each replica's trajectory
+        is that of its builder finalised alone, bit for bit (the sums of a particle are
+        the same terms in the same order). The builders are left as they are.
+
+        Parameters
+        ----------
+        builders : sequence of ModelBuilder
+            At least one. They must agree on what is one setting for the whole model:
+            gravity, the contact settings (``kpp``, ``bonded_contacts``, search, skin,
+            velocity), the materials (same names, same parameters) and pendula (none).
+
+        Returns
+        -------
+        ModelBuilder
+            Finalise it as usual; the model's ``replica`` ((N,) int32) and
+            ``replica_count`` tell the replicas apart
+            (:func:`granular.particles.replicas.replica_diagnostics`).
+
+        Raises
+        ------
+        ValueError
+            No builders, an empty or already replicated builder, or builders that
+            disagree on a model-wide setting (named).
+        """
+        builders = list(builders)
+        if not builders:
+            raise ValueError("replicas: give at least one builder")
+        first = builders[0]
+        for r, b in enumerate(builders):
+            if not isinstance(b, cls):
+                raise ValueError(f"replicas: builder {r} is a {type(b).__name__}, not a ModelBuilder")
+            if b._n == 0:
+                raise ValueError(f"replicas: builder {r} has no particles")
+            if b._replica_counts is not None:
+                raise ValueError(f"replicas: builder {r} already holds replicas")
+            if b._pendula:
+                raise ValueError(f"replicas: builder {r} has pendula; replicas of pendulum systems are not supported")
+            for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity",
+                         "_allow_overlap"):
+                if getattr(b, name) != getattr(first, name):
+                    raise ValueError(f"replicas: builder {r} differs from builder 0 in {name[1:]} "
+                                     f"({getattr(b, name)!r} against {getattr(first, name)!r}); it is one setting "
+                                     "for all replicas")  # fmt: skip
+            g0, g = first._gravity, b._gravity
+            if (g0 is None) != (g is None) or (g is not None and not np.array_equal(g, g0)):
+                raise ValueError(f"replicas: builder {r} differs from builder 0 in gravity ({g!r} against {g0!r}); "
+                                 "it is one setting for all replicas")  # fmt: skip
+            if {k: (i, m) for k, (i, m) in b._materials.items()} != first._materials:
+                raise ValueError(f"replicas: builder {r} has other materials than builder 0; materials are one "
+                                 "table for all replicas")  # fmt: skip
+        out = cls()
+        for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
+                     "_gravity"):
+            setattr(out, name, getattr(first, name))
+        out._materials = dict(first._materials)
+        offset = 0
+        for b in builders:
+            for name in ("_x", "_v", "_q", "_omega", "_mass", "_inertia", "_radius", "_mat"):
+                getattr(out, name).extend(a.copy() for a in getattr(b, name))
+            for a, bb, *rest in b._bonds:
+                out._bonds.append((a + offset, bb + offset, *rest))
+                lo, hi = np.minimum(a, bb) + offset, np.maximum(a, bb) + offset
+                out._bond_keys.append((lo.astype(np.int64) << 32) | hi.astype(np.int64))
+            out._bond_count += b._bond_count
+            out._walls.extend(b._walls)
+            out._wall_overlap.extend(b._wall_overlap)
+            offset += b._n
+        out._n = offset
+        out._replica_counts = [b._n for b in builders]
+        out._replica_walls = [len(b._walls) for b in builders]
+        return out
 
     @property
     def particle_count(self) -> int:
@@ -630,6 +712,10 @@ class ModelBuilder:
         be = resolve_backend(backend)
         cat = np.concatenate
         mass = cat(self._mass)
+        replica = first_wall = None
+        if self._replica_counts is not None:
+            replica = np.repeat(np.arange(len(self._replica_counts), dtype=np.int32), self._replica_counts)
+            first_wall = np.concatenate([[0], np.cumsum(self._replica_walls)]).astype(np.int64)
         forces = []
         if self._gravity is not None:
             forces.append(UniformGravity(be, self._gravity))
@@ -666,7 +752,7 @@ class ModelBuilder:
             search, skin = self._contact_search
             radius_dev = be.asarray(cat(self._radius), dtype=dtype)
             forces.append(ParticleContacts(be, self._n, self._kpp or 0.0, bonds, self._bonded_contacts, search, skin,
-                                           radius_dev, law=law))  # fmt: skip
+                                           radius_dev, law=law, replica=replica))  # fmt: skip
         elif self._contacts_set:
             raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
         if self._walls:
@@ -677,9 +763,9 @@ class ModelBuilder:
                 ks.append((self._kpp or 0.0) if k is None else k)
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
             mats = [max(m, 0) for _, _, _, m in self._walls]
-            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats))
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats, first=first_wall, replica=replica))
         self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or law is not None)
-        return Model(
+        model = Model(
             law=law,
             backend=be,
             dtype=np.dtype(dtype),
@@ -690,22 +776,38 @@ class ModelBuilder:
             initial=(x0, cat(self._v), q0, cat(self._omega)),
             bonds=bonds,
         )
+        if replica is not None:
+            model.replica = replica
+            model.replica_count = len(self._replica_counts)
+        return model
 
 
     def _check_placement(self, x, radius, contacts) -> None:
         """Overlapping or coincident particles (with contacts) and particles inside walls,
-        as scene files check them (:mod:`granular.particles.placement`)."""
+        as scene files check them (:mod:`granular.particles.placement`); with replicas,
+        within each replica (replicas may overlap each other)."""
+        if self._replica_counts is None:
+            self._check_system(x, radius, contacts, range(len(self._walls)), "")
+            return
+        lo = w0 = 0
+        for r, (n, nw) in enumerate(zip(self._replica_counts, self._replica_walls)):
+            self._check_system(x[lo:lo + n], radius[lo:lo + n], contacts, range(w0, w0 + nw), f"replica {r}: ")
+            lo += n
+            w0 += nw
+
+    def _check_system(self, x, radius, contacts, walls, where) -> None:
         problem = None
         if contacts:
             problem = overlap_problem(x, radius, self._allow_overlap,
                                       "set_contacts(..., allow_initial_overlap=True)")  # fmt: skip
-        for wid, (n, c, _, _) in enumerate(self._walls):
+        for wid in walls:
+            n, c, _, _ = self._walls[wid]
             if problem is None and not self._wall_overlap[wid]:
                 problem = wall_problem(n, c, x, radius, f"add_wall(..., allow_initial_overlap=True) for wall {wid}")
                 if problem is not None:
                     problem = (problem[0], f"wall {wid}: {problem[1]}")
         if problem is not None:
-            raise ValueError(problem[1])
+            raise ValueError(where + problem[1])
 
     def _law(self, be, dtype):
         """The dissipative law when any particle has a material (then all must, and every
@@ -788,6 +890,8 @@ class Model:
         self.radius = xp.asarray(radius, dtype=dtype)
         self.forces = list(forces)
         self._initial = initial  # host arrays (x, v, q, omega)
+        self.replica = None  # (N,) int32, each particle's replica, in a model of replicas (ModelBuilder.replicas)
+        self.replica_count = 0
         self._static_args = None
         self._diag_rows = None
         self._zeros = None
@@ -805,7 +909,7 @@ class Model:
         """
         x, v, q, omega = self._initial
         walls = self.force("walls")
-        n_walls = None if self.law is None else (0 if walls is None else walls.count)
+        n_walls = None if self.law is None else (0 if walls is None else walls.per_particle)
         return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds, n_walls)
 
     def bind_springs(self, state) -> None:
@@ -925,7 +1029,7 @@ class Model:
         ws, ds = getattr(cfg, "wall_springs", None), getattr(cfg, "dissipated", None)
         walls = self.force("walls")
         if ws is None or ws.shape[0] != self.n:
-            ws = xp.zeros((self.n, 0 if walls is None else walls.count, 8), self.dtype)
+            ws = xp.zeros((self.n, 0 if walls is None else walls.per_particle, 8), self.dtype)
         if ds is None or ds.shape[0] != self.n:
             ds = xp.zeros((self.n, 4), self.dtype)
         out.update(whist=ws, dissip=ds)

@@ -99,9 +99,12 @@ class ParticleContacts:
     SEARCHES = ("cells", "all-pairs")
 
     def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True, search="cells", skin=None,
-                 radius=None, law=None):  # fmt: skip
+                 radius=None, law=None, replica=None):  # fmt: skip
         if search not in self.SEARCHES:
             raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
+        if replica is not None and search != "cells":
+            raise ValueError("search: replicas are kept apart by the cell search (the replica is part of a cell); "
+                             "they need search = 'cells', not 'all-pairs'")  # fmt: skip
         if law is not None and search != "cells":
             raise ValueError("search: the dissipative contact law (materials) keeps a spring per contact in the "
                              "neighbour list's rows; it needs search = 'cells', not 'all-pairs'")  # fmt: skip
@@ -117,7 +120,7 @@ class ParticleContacts:
         rmax = float(backend.to_host(radius).max())
         self.skin = 0.4 * rmax if skin is None else float(skin)
         if search == "cells":
-            self.neighbors = NeighborList(backend, radius, self.skin, history=law is not None)
+            self.neighbors = NeighborList(backend, radius, self.skin, history=law is not None, replica=replica)
             if law is not None:
                 self.neighbors.law = law.args()
         self._dummy = _placeholder_arrays(backend, self.dtype)
@@ -170,32 +173,60 @@ def _placeholder_args(backend, dummy, mode, kpp, T):
     res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
     return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0), law["on"], law["vel"], law["mat"], law["pair"],
                      law["nmat"], hist, live, nbr, count, hist, res, live),
-            Grid(T(1.0), np.int64(0), buckets, members))  # fmt: skip
+            Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32))))  # fmt: skip
 
 
 class Walls:
     """Planar walls ``n·x = c``: ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n``
-    pointing into the allowed half-space; ``k`` (W,) stiffness [M L²/T²]."""
+    pointing into the allowed half-space; ``k`` (W,) stiffness [M L²/T²].
+
+    In a model of replicas (:func:`granular.particles.replicas.replicate`) ``first``
+    ((R+1,) int) gives each replica's walls, ``first[r]:first[r+1]``, and ``replica``
+    ((N,) int) each particle's replica: a particle meets only its replica's walls."""
 
     kind = "walls"
     family = FAMILY_WALLS
     energy_keys = ("U_pw",)
 
-    def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None):
+    def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None, first=None, replica=None):
         xp = backend.xp
         self.backend = backend
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
         self.planes = xp.asarray(self.planes_host, dtype=dtype)
         self.k = xp.asarray(np.asarray(k), dtype=dtype)
         self.mat = xp.asarray(np.zeros(len(self.planes_host), np.int32) if mat is None else np.asarray(mat, np.int32))
+        if first is None:
+            self.first_host = np.zeros(0, np.int64)
+            self.replica_host = np.zeros(0, np.int32)
+        else:
+            self.first_host = np.asarray(first, np.int64)
+            self.replica_host = np.asarray(replica, np.int32)
+        self.first = xp.asarray(self.first_host)
+        self.replica = xp.asarray(self.replica_host)
 
     @property
     def count(self) -> int:
+        """All the walls of the model."""
         return len(self.planes_host)
+
+    @property
+    def per_particle(self) -> int:
+        """The most walls one particle meets (its replica's; all of them for one system):
+        the width of the wall springs (``State.wall_springs``)."""
+        if len(self.first_host):
+            return int(np.diff(self.first_host).max())
+        return self.count
+
+    def of_particle(self, i: int) -> range:
+        """The indices of the walls particle ``i`` meets (host)."""
+        if len(self.first_host):
+            r = int(self.replica_host[i])
+            return range(int(self.first_host[r]), int(self.first_host[r + 1]))
+        return range(self.count)
 
     def kernel_args(self) -> WallArgs:
         dev = self.backend.kernels.to_device
-        return WallArgs(dev(self.planes), dev(self.k), dev(self.mat))
+        return WallArgs(dev(self.planes), dev(self.k), dev(self.mat), dev(self.first), dev(self.replica))
 
     def accumulate(self, model, cfg) -> None:
         model.accumulate_family(self.family, cfg)
@@ -206,4 +237,5 @@ class Walls:
 
 def no_wall_args(backend, dtype) -> WallArgs:
     xp, dev = backend.xp, backend.kernels.to_device
-    return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros(0, dtype=np.int32)))
+    return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros(0, dtype=np.int32)),
+                    dev(xp.zeros(0, dtype=np.int64)), dev(xp.zeros(0, dtype=np.int32)))

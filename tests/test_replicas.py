@@ -1,0 +1,166 @@
+"""Independent replicas in one model (granular.particles.replicas): each replica's
+trajectory equals its system run alone bit for bit, replicas that overlap in space do not
+interact, walls act on their own replica only, and the per-replica diagnostics equal the
+single runs' totals."""
+
+import numpy as np
+import pytest
+
+import granular as gr
+from granular.particles.analysis import _configuration
+from granular.particles.model import ModelBuilder
+from granular.particles.replicas import replica_diagnostics, replicate
+from granular.particles.shapes import BLOCK_MATERIAL, add_block, add_torus
+
+H = 5e-4
+
+
+def torus(v, spin=0.0, wall=0.0, n=24, strain_max=np.inf):
+    """A small bonded torus moving at ``v`` toward the wall ``x = wall``."""
+    b = ModelBuilder()
+    d = 3.0 * np.sin(np.pi / n)
+    add_torus(b, n, 3.0, center=(wall + 1.5 + 1.5 * d, 0.0, 0.0), velocity=(v, 0.0, 0.0), omega=(0.0, 0.0, spin),
+              strain_max=strain_max)  # fmt: skip
+    b.set_contacts(2100.0)
+    b.add_wall([1.0, 0.0, 0.0], wall, k=2100.0)
+    return b
+
+
+def block(v, friction=True):
+    """A 3x3x3 bonded block with the dissipative law falling onto the wall ``z = 0``."""
+    b = ModelBuilder()
+    material = None
+    if friction:
+        b.add_material("binder", **BLOCK_MATERIAL)
+        material = "binder"
+    add_block(b, 3, origin=(0.0, 0.0, 0.55), velocity=(0.3, 0.0, v), material=material)
+    if friction:
+        b.set_contacts(bonded_contacts=True)
+        b.add_wall([0.0, 0.0, 1.0], 0.0, material="binder")
+    else:
+        b.set_contacts(2100.0)
+        b.add_wall([0.0, 0.0, 1.0], 0.0, k=2100.0)
+    b.set_gravity([0.0, 0.0, -1.0])
+    return b
+
+
+def run(model, steps):
+    state = model.state()
+    gr.ExplicitIntegrator("verlet").advance(model, state, H, steps)
+    return state
+
+
+def host(model, state):
+    be = model.backend
+    return {k: np.asarray(be.to_host(getattr(state, k))) for k in ("x", "v", "q", "omega", "F", "RM")}
+
+
+@pytest.mark.parametrize("make, values, steps", [
+    (torus, (-1.0, -2.0, -0.5), 1200),
+    (block, (-1.0, -0.4, -1.5), 800),
+], ids=["torus-hertz", "block-dissipative"])  # fmt: skip
+def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
+    builders = [make(v) for v in values]
+    model = replicate(builders).finalize("cpu")
+    assert model.replica_count == len(values)
+    together = host(model, run(model, steps))
+    lo = 0
+    touched = 0
+    for b in builders:
+        single = b.finalize("cpu")
+        alone = host(single, run(single, steps))
+        n = single.n
+        for k, a in alone.items():
+            np.testing.assert_array_equal(together[k][lo:lo + n], a, err_msg=k)
+        touched += int((alone["x"] @ np.array([1.0, 0, 0] if make is torus else [0, 0, 1.0]) < 0.6).any())
+        lo += n
+    assert touched == len(values)  # every replica reached its wall within the run
+
+
+def test_replicas_on_top_of_each_other_do_not_interact():
+    # two tori in the same place moving through each other: as a single system they
+    # would collide; as replicas each moves as if alone
+    a, b = torus(-1.0, wall=-50.0), torus(1.0, wall=-50.0)
+    model = replicate([a, b]).finalize("cpu")
+    together = host(model, run(model, 600))
+    nl = model.force("contacts").neighbors
+    pairs = nl.pairs()
+    assert len(pairs) and (model.replica[pairs[:, 0]] == model.replica[pairs[:, 1]]).all()
+    for r, bb in enumerate((a, b)):
+        single = bb.finalize("cpu")
+        alone = host(single, run(single, 600))
+        np.testing.assert_array_equal(together["x"][r * single.n:(r + 1) * single.n], alone["x"])
+
+
+def test_replicas_through_each_other_with_the_dissipative_law():
+    a, b = block(-1.0), block(-1.0)
+    model = replicate([a, b]).finalize("cpu")  # the same block twice, in the same place
+    state = run(model, 400)
+    single = a.finalize("cpu")
+    alone = run(single, 400)
+    x = np.asarray(state.x)
+    np.testing.assert_array_equal(x[:single.n], np.asarray(alone.x))
+    np.testing.assert_array_equal(x[single.n:], np.asarray(alone.x))
+    d = replica_diagnostics(model, state)
+    np.testing.assert_array_equal(d["dissipated_normal"][0], d["dissipated_normal"][1])
+    assert d["dissipated_normal"][0] > 0
+
+
+def test_walls_act_on_their_own_replica_only():
+    # replica 0 has its wall at x = 0, replica 1 at x = -10: replica 1 passes x = 0 freely
+    a, b = torus(-1.0, wall=0.0), torus(-1.0, wall=0.0)
+    b._walls[0] = (b._walls[0][0], -10.0, b._walls[0][2], b._walls[0][3])
+    model = replicate([a, b]).finalize("cpu")
+    state = run(model, 2000)
+    x = np.asarray(state.x)
+    n = model.n // 2
+    assert x[:n, 0].min() > -0.2  # bounced off x = 0
+    assert x[n:, 0].min() < -0.3  # went on through where replica 0's wall is
+
+
+def test_replica_diagnostics_are_the_single_runs_totals():
+    values = (-1.0, -1.7)
+    builders = [torus(v, strain_max=0.02) for v in values]
+    model = replicate(builders).finalize("cpu")
+    state = run(model, 1500)
+    d = replica_diagnostics(model, state)
+    for r, b in enumerate(builders):
+        single = b.finalize("cpu")
+        s = run(single, 1500)
+        cfg = _configuration(single, s)
+        total = single.diagnostics(cfg)
+        for k in ("kinetic_translational", "kinetic_rotational", "U_a", "U_pw", "U_pp", "P_x", "broken_bonds",
+                  "U_released"):
+            assert d[k][r] == pytest.approx(total[k], rel=1e-12, abs=1e-12), k
+        m = float(np.asarray(single.mass).sum())
+        assert d["v_cm_x"][r] == pytest.approx(float((np.asarray(s.v)[:, 0] * np.asarray(single.mass)).sum()) / m)
+        F_wall = gr.forces_by_family(single, s)["walls"][0].sum(axis=0)
+        np.testing.assert_allclose([d["wall_force_x"][r], d["wall_force_y"][r], d["wall_force_z"][r]], F_wall,
+                                   rtol=1e-12, atol=1e-12)  # fmt: skip
+    assert d["broken_bonds"][1] > d["broken_bonds"][0]  # the faster torus broke more bonds
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda b: b.set_gravity([0, 0, -1.0]), "gravity"),
+    (lambda b: b.set_contacts(1000.0), "kpp"),
+    (lambda b: b.add_material("steel", young=1e5), "materials"),
+])  # fmt: skip
+def test_model_wide_settings_must_agree(change, match):
+    a, b = torus(-1.0), torus(-1.0)
+    change(b)
+    with pytest.raises(ValueError, match=match):
+        replicate([a, b])
+
+
+def test_bad_replica_input_is_named():
+    with pytest.raises(ValueError, match="at least one"):
+        replicate([])
+    with pytest.raises(ValueError, match="no particles"):
+        replicate([torus(-1.0), ModelBuilder()])
+    with pytest.raises(ValueError, match="replica 1: .*overlap"):
+        b = torus(-1.0)
+        b.add_particles(b._x[0][6:7] + [0.05, 0.0, 0.0], radius=0.2)  # into a torus particle
+        replicate([torus(-1.0), b]).finalize("cpu")
+    model = torus(-1.0).finalize("cpu")
+    with pytest.raises(ValueError, match="no replicas"):
+        replica_diagnostics(model, model.state())
