@@ -18,16 +18,17 @@ from ..run.command import run_scene
 from ..run.scene import SceneError, load_scene
 from .driver import (
     Progress,
+    make_any_spec,
     run_ensemble,
     write_outputs,
 )
+from .particles import ParticleSpec, replica_scene
 from .spec import (
     _FORMS,
     EnsembleSpec,
     EnsembleSpecError,
     chunk_bounds,
     chunk_table,
-    make_spec,
 )
 from .store import open_store
 
@@ -37,19 +38,22 @@ __all__ = ["main", "run_subsample", "subsample_indices"]
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="granular ensemble", description="Run an ensemble of bodies of a [bodies] "
-                                "scene with sampled initial conditions and parameters.")  # fmt: skip
-    p.add_argument("scene", help="scene file (TOML) with a [bodies] table")
-    p.add_argument("--n", type=int, required=True, help="number of bodies")
+    p = argparse.ArgumentParser(prog="granular ensemble", description="Run an ensemble of a scene with sampled "
+                                "initial conditions and parameters: bodies of a [bodies] scene, or replicas of a "
+                                "particle scene (each a whole impact) run together in one system.")  # fmt: skip
+    p.add_argument("scene", help="scene file (TOML): a [bodies] scene or a particle scene")
+    p.add_argument("--n", type=int, required=True, help="number of bodies or replicas")
     p.add_argument(
         "--vary",
         action="append",
         default=[],
         metavar="FIELD=DIST",
-        help=f"sampled field, e.g. omega_body[0]=normal(0.01,0.001); DIST: {_FORMS}",
+        help=f"sampled field, e.g. omega_body[0]=normal(0.01,0.001) (bodies) or "
+        f"particles[0].velocity[0]=uniform(-2,-0.5) (particle scenes); DIST: {_FORMS}",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chunk", type=int, default=10_000, help="bodies per batched system (task)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="bodies (default 10000) or replicas (default 1000) per batched system (task)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--dask", action="store_true", help="run the chunks on a local Dask cluster (2 workers)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on an existing Dask cluster")
@@ -62,7 +66,8 @@ def _parser():
     s.add_argument("--time", type=float)
     p.add_argument("--hist", action="append", default=None, metavar="COLUMN", help="histogram column (repeatable)")
     p.add_argument("--trajectories", type=int, default=0, metavar="K",
-                   help="also run K bodies spread over the ensemble with full output (frames, series) in OUT/subsample")
+                   help="also run K members spread over the ensemble with full output (frames, series) in "
+                        "OUT/subsample")  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an earlier ensemble in --out")
     p.add_argument("--resume", action="store_true",
                    help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
@@ -102,6 +107,22 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
     return run_scene(sub, opts)
 
 
+def run_replica_subsample(spec: ParticleSpec, idx, out_dir: str, args) -> int:
+    """Run the replicas ``idx`` of a particle ensemble again, each as its own scene with
+    the full output of ``granular run`` (ParaView frames, ``series.csv``, plots) in
+    ``out_dir/replica_<i>``; their trajectories are those of the ensemble, bit for bit."""
+    for i in idx:
+        scene = replica_scene(spec, int(i))
+        scene = scene.model_copy(update={"name": f"{scene.name}_replica_{int(i)}"})
+        opts = SimpleNamespace(scene=f"{args.scene} (replica {int(i)})", out=os.path.join(out_dir, f"replica_{int(i)}"),
+                               backend=args.backend, precision=None, time=None, steps=spec.steps, resume=None,
+                               quiet=True, log_json=False, overwrite=True)  # fmt: skip
+        status = run_scene(scene, opts)
+        if status != 0:
+            return status
+    return 0
+
+
 def main(argv=None) -> int:
     """The command ``granular ensemble``; returns the exit status: 0 done, 1 a run
     failed, 2 bad input.
@@ -116,7 +137,11 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         scene = load_scene(args.scene)
-        spec = make_spec(scene, args.n, args.vary, args.seed, steps=args.steps, time=args.time, backend=args.backend)
+        spec = make_any_spec(scene, args.n, args.vary, args.seed, steps=args.steps, time=args.time,
+                             backend=args.backend)  # fmt: skip
+        particles = isinstance(spec, ParticleSpec)
+        if args.chunk is None:
+            args.chunk = 1000 if particles else 10_000
         chunk_bounds(args.n, args.chunk)
     except (EnsembleSpecError, SceneError) as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
@@ -161,7 +186,7 @@ def main(argv=None) -> int:
                                        dashboard_address=None)  # fmt: skip
                 client = Client(cluster)
         progress = Progress(args.n, spec.steps, len(chunk_bounds(args.n, args.chunk)),
-                            stream=None if args.quiet else sys.stderr)  # fmt: skip
+                            stream=None if args.quiet else sys.stderr, unit="replica" if particles else "body")  # fmt: skip
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
                              client=client, steps=args.steps, time=args.time, retries=args.retries,
                              store=store, progress=progress)  # fmt: skip
@@ -192,15 +217,30 @@ def main(argv=None) -> int:
         idx = subsample_indices(args.n, args.trajectories)
         meta["subsample_bodies"] = idx.tolist()
     meta["versions"] = versions()
-    write_outputs(table, out, args.hist, meta)
+    hist = args.hist
+    if particles:
+        meta["kind"] = "particle replicas"
+        meta["replica_steps_per_s"] = meta.pop("body_steps_per_s")
+        meta["sample_every"] = spec.sample_every
+        if hist is None:
+            hist = spec.columns + [c for c in ("wall_force_max", "broken_bonds", "U_released", "v_cm_x", "v_cm_y",
+                                               "v_cm_z", "dissipated_normal", "dissipated_friction",
+                                               "energy_rel_error") if c in table]  # fmt: skip
+    write_outputs(table, out, hist, meta)
     store.remove()
     if args.trajectories:
-        status = run_subsample(scene, spec, idx, os.path.join(out, "subsample"), args)
+        sub = os.path.join(out, "subsample")
+        if particles:
+            status = run_replica_subsample(spec, idx, sub, args)
+        else:
+            status = run_subsample(scene, spec, idx, sub, args)
         if status != 0:
             return status
     if not args.quiet:
-        print(f"granular ensemble: {scene.name}: {args.n} bodies x {spec.steps} steps in {wall:.3g} s "
-              f"({meta['body_steps_per_s']:,.0f} body-steps/s); output in {out}/")  # fmt: skip
+        what, unit = ("replicas", "replica") if particles else ("bodies", "body")
+        rate = meta[f"{unit}_steps_per_s"] or 0.0
+        print(f"granular ensemble: {scene.name}: {args.n} {what} x {spec.steps} steps in {wall:.3g} s "
+              f"({rate:,.0f} {unit}-steps/s); output in {out}/")  # fmt: skip
     return 0
 
 

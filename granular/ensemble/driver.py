@@ -15,6 +15,7 @@ from ..io._atomic import atomic_write, atomic_write_bytes
 from .chunk import (
     run_chunk,
 )
+from .particles import ParticleSpec, make_particle_spec, run_particle_chunk
 from .spec import (
     EnsembleSpecError,
     chunk_bounds,
@@ -23,22 +24,46 @@ from .spec import (
 
 __all__ = ["Progress", "collect", "run_ensemble", "write_outputs"]
 
+def make_any_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu"):
+    """The spec of an ensemble of ``scene``: of bodies for a ``[bodies]`` scene
+    (:func:`~granular.ensemble.spec.make_spec`), of replicas for a particle scene
+    (:func:`~granular.ensemble.particles.make_particle_spec`)."""
+    from ..run.scene import load_scene
+
+    source = "scene"
+    if isinstance(scene, (str, os.PathLike)):
+        source = str(scene)
+        scene = load_scene(scene)
+    if getattr(scene, "bodies", None) is None and getattr(scene, "particles", None):
+        return make_particle_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend, source=source)
+    return make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
+
+
+def chunk_runner(spec):
+    """The function that runs a chunk of ``spec``'s ensemble: ``(spec, start, stop, progress)``."""
+    return run_particle_chunk if isinstance(spec, ParticleSpec) else run_chunk
+
+
+def _index(part) -> np.ndarray:
+    return part["body"] if "body" in part else part["replica"]
+
+
 def collect(parts, n: int) -> dict:
-    """Place chunk tables (an iterable, in any order; each with its ``body`` column, a
-    contiguous range) into one table of ``n`` rows in body order. Each part is dropped once
+    """Place chunk tables (an iterable, in any order; each with its ``body`` (or
+    ``replica``) column, a contiguous range) into one table of ``n`` rows in body order. Each part is dropped once
     copied, so the driver holds the table plus one chunk, never all chunks twice."""
     table = None
     filled = 0
     for part in parts:
         if table is None:
             table = {k: np.empty((n,) + v.shape[1:], dtype=v.dtype) for k, v in part.items()}
-        a = int(part["body"][0])
-        b = a + len(part["body"])
+        a = int(_index(part)[0])
+        b = a + len(_index(part))
         for k, v in part.items():
             table[k][a:b] = v
         filled += b - a
     if filled != n:
-        raise RuntimeError(f"ensemble: {filled} of {n} bodies came back")
+        raise RuntimeError(f"ensemble: {filled} of {n} members came back")
     return table
 
 
@@ -63,7 +88,8 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
 
     ``progress``: a :class:`Progress` told of the steps taken (in-process runs) and of
     every finished chunk."""
-    spec = make_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
+    spec = make_any_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
+    runner = chunk_runner(spec)
     if _kill_once_dir is not None:
         spec.kill_once_dir = str(_kill_once_dir)
     bounds = chunk_bounds(spec.n, chunk_size)
@@ -73,16 +99,16 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
         done = store.done()
         todo = [ab for ab in bounds if ab not in done]
         progress.start([ab for ab in bounds if ab in done])
-        parts = _stored_run(spec, todo, store, client, retries, progress)
+        parts = _stored_run(spec, todo, store, client, retries, progress, runner)
         table = collect(itertools.chain((store.load(a, b) for a, b in bounds if (a, b) in done), parts), spec.n)
     elif client is None:
         progress.start([])
-        table = collect((progress.finished(a, b, run_chunk(spec, a, b, progress.stepper(a, b))) for a, b in bounds),
+        table = collect((progress.finished(a, b, runner(spec, a, b, progress.stepper(a, b))) for a, b in bounds),
                         spec.n)  # fmt: skip
     else:
         from dask.distributed import as_completed
 
-        futures = client.map(run_chunk, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
+        futures = client.map(runner, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
                              retries=retries, pure=False)  # fmt: skip
 
         def gathered():
@@ -96,7 +122,8 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
         missing = [c for c in summaries if c not in table]
         if missing:
             raise EnsembleSpecError(f"summaries: unknown column(s) {missing}; available: {', '.join(table)}")
-        table = {c: table[c] for c in ["body", *[s for s in summaries if s != "body"]]}
+        first = "body" if "body" in table else "replica"
+        table = {c: table[c] for c in [first, *[s for s in summaries if s != first]]}
     return table
 
 
@@ -106,8 +133,10 @@ class Progress:
     then at most every ``every`` seconds, from the steps inside a chunk (in-process runs)
     and from finished chunks (Dask)."""
 
-    def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic):
+    def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic,
+                 unit="body"):  # fmt: skip
         self.total, self.steps, self.chunks, self.stream = n * steps, steps, chunks, stream
+        self.unit = unit
         self.first, self.every, self.clock = first, every, clock
         self.done = self.chunks_done = 0
         self.resumed = 0
@@ -140,7 +169,8 @@ class Progress:
         rate = (done - self.resumed) / elapsed if elapsed > 0 else 0.0
         left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 else ""
         return (f"granular ensemble: {100.0 * done / max(self.total, 1):.0f} % ({done:,} of {self.total:,} "
-                f"body-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} body-steps/s{left}")
+                f"{self.unit}-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} "
+                f"{self.unit}-steps/s{left}")  # fmt: skip
 
     def _maybe_print(self, done) -> None:
         if self.stream is None or self.clock() < self.next or done >= self.total:
@@ -160,20 +190,21 @@ def _duration(seconds: float) -> str:
     return f"{s // 86400} days"
 
 
-def _stored_run(spec, bounds, store, client, retries, progress):
+def _stored_run(spec, bounds, store, client, retries, progress, runner=run_chunk):
     """Run the chunks ``bounds`` (in process or on ``client``) and save each to ``store`` as
     it comes back; yields their tables."""
     if client is None:
         for a, b in bounds:
-            yield progress.finished(a, b, store.save(run_chunk(spec, a, b, progress.stepper(a, b))))
+            yield progress.finished(a, b, store.save(runner(spec, a, b, progress.stepper(a, b))))
         return
     from dask.distributed import as_completed
 
-    futures = client.map(run_chunk, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
+    futures = client.map(runner, [spec] * len(bounds), [a for a, _ in bounds], [b for _, b in bounds],
                          retries=retries, pure=False)  # fmt: skip
     for fut, part in as_completed(futures, with_results=True):
         fut.release()
-        yield progress.finished(int(part["body"][0]), int(part["body"][0]) + len(part["body"]), store.save(part))
+        first = int(_index(part)[0])
+        yield progress.finished(first, first + len(_index(part)), store.save(part))
 
 
 # ----------------------------------------------------------------- output

@@ -73,9 +73,11 @@ class ChunkStore:
         return out
 
     def save(self, part) -> dict:
-        """Write one chunk's table (with its ``body`` column) atomically; returns it."""
-        start = int(part["body"][0])
-        stop = start + len(part["body"])
+        """Write one chunk's table (with its ``body`` or ``replica`` column) atomically;
+        returns it."""
+        index = part["body"] if "body" in part else part["replica"]
+        start = int(index[0])
+        stop = start + len(index)
 
         def write(tmp):
             with open(tmp, "wb") as fh:

@@ -180,9 +180,10 @@ class ModelBuilder:
         self._velocity = "predicted"
         self._replica_counts = None  # particles of each replica (a model of replicas)
         self._replica_walls = None  # walls of each replica
+        self._replica_names = None  # what errors call each replica
 
     @classmethod
-    def replicas(cls, builders) -> "ModelBuilder":
+    def replicas(cls, builders, names=None) -> "ModelBuilder":
         """One builder holding the systems of ``builders`` as independent replicas.
 
         Replica ``r`` is ``builders[r]``: its particles keep their order and follow those
@@ -199,6 +200,9 @@ class ModelBuilder:
             At least one. They must agree on what is one setting for the whole model:
             gravity, the contact settings (``kpp``, ``bonded_contacts``, search, skin,
             velocity), the materials (same names, same parameters) and pendula (none).
+        names : sequence, optional
+            What errors call each replica (default its position: ``replica 0`` ...),
+            for example its index in an ensemble.
 
         Returns
         -------
@@ -259,6 +263,9 @@ class ModelBuilder:
         out._n = offset
         out._replica_counts = [b._n for b in builders]
         out._replica_walls = [len(b._walls) for b in builders]
+        out._replica_names = list(range(len(builders))) if names is None else list(names)
+        if len(out._replica_names) != len(builders):
+            raise ValueError(f"replicas: {len(out._replica_names)} names for {len(builders)} builders")
         return out
 
     @property
@@ -791,7 +798,8 @@ class ModelBuilder:
             return
         lo = w0 = 0
         for r, (n, nw) in enumerate(zip(self._replica_counts, self._replica_walls)):
-            self._check_system(x[lo:lo + n], radius[lo:lo + n], contacts, range(w0, w0 + nw), f"replica {r}: ")
+            self._check_system(x[lo:lo + n], radius[lo:lo + n], contacts, range(w0, w0 + nw),
+                               f"replica {self._replica_names[r]}: ")  # fmt: skip
             lo += n
             w0 += nw
 

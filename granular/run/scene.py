@@ -385,9 +385,23 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     problems only visible once particles exist (overlaps, bond distances)."""
     be = get_backend(backend or scene.run.backend)
     dtype = np.dtype(precision or scene.run.precision)
+    _check_memory(scene, sum(_group_count(g) for g in scene.particles), _known_bonds(scene) + _lattice_bonds(scene),
+                  be, dtype, source)  # fmt: skip
+    b, n_bonds = scene_builder(scene, source)
+    _check_memory(scene, b.particle_count, n_bonds, be, dtype, source)
+    try:
+        model = b.finalize(be, dtype=dtype)
+    except ValueError as exc:
+        raise SceneError([("(model)", str(exc))], source) from None
+    return model, scene.run
+
+
+def scene_builder(scene: Scene, source: str = "scene"):
+    """A :class:`ModelBuilder` filled from ``scene`` (not finalised) and its number of
+    bonds; :class:`SceneError` for problems only visible once particles exist (overlaps,
+    bond distances). :func:`build_model` finalises it; an ensemble of particle scenes
+    joins one per replica (:meth:`ModelBuilder.replicas`)."""
     n_bonds = _known_bonds(scene)
-    _check_memory(scene, sum(_group_count(g) for g in scene.particles), n_bonds + _lattice_bonds(scene), be, dtype,
-                  source)  # fmt: skip
     b = ModelBuilder()
     errors = []
     groups = {}
@@ -502,12 +516,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
             errors.append((f"fields.pendulum[{k}]", str(exc)))
     if errors:
         raise SceneError(errors, source)
-    _check_memory(scene, len(x_all), n_bonds, be, dtype, source)
-    try:
-        model = b.finalize(be, dtype=dtype)
-    except ValueError as exc:
-        raise SceneError([("(model)", str(exc))], source) from None
-    return model, scene.run
+    return b, n_bonds
 
 
 def _overlap_errors(x, r, allowed) -> list:

@@ -1,0 +1,332 @@
+"""Ensembles of particle scenes: many impacts with sampled parameters, run as replicas of
+the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`).
+
+``FIELD`` names a number of the scene, with component indices for vectors:
+
+``particles[K].KEY`` or ``particles.NAME.KEY`` (group ``K`` or the group named ``NAME``)
+    ``velocity``, ``omega``, ``mass``, ``inertia`` for every kind of group, and
+    ``center``, ``normal``, ``ring_diameter`` (torus), ``origin``, ``spacing``, ``radius``
+    (lattice), ``radius`` (explicit groups given one radius);
+``walls[K].KEY``
+    ``offset``, ``normal``, ``k``;
+``bond_families.NAME.KEY``
+    ``ka``, ``ks``, ``km``, ``strain_max``, ``angle_max``.
+
+``velocity[0]`` samples one component, ``velocity`` all three. The ``DISTRIBUTION`` forms,
+the counter-based sampling (a replica's values depend only on the seed, its index and the
+field order) and the chunking are those of body ensembles (:mod:`granular.ensemble`).
+What is one setting of the whole model (the contact law and its stiffness ``kpp``,
+materials, gravity, the run table) cannot be varied.
+
+Each chunk of replicas is one model of replicas: one state, one step loop. A replica's
+trajectory is its scene's run alone, bit for bit, so the summaries do not depend on the
+chunk size or on the executor. Summary columns (each (N,), units of the scene):
+
+``replica`` (int64), one column per sampled component, ``time`` (the end [T]); the final
+value of every diagnostic of :data:`kernels.layout.DIAGNOSTICS` summed over the replica
+(``kinetic_translational``, ``U_a`` ..., ``broken_bonds``, ``U_released``,
+``dissipated_*`` with the dissipative law, ``P_x`` ..., ``L_x`` ..., ``contacts``);
+``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (final centre-of-mass velocity [L/T]);
+``wall_force_max`` (the largest magnitude of the force the walls exert on the replica,
+over the samples taken every ``sample_every`` steps: the run's ``series_every``, or a
+two-hundredth of the run [M L/T²]); ``energy0``, ``energy_error`` and ``energy_rel_error``
+(drift of kinetic + potential + released + dissipated energy, absolute [M L²/T²] and
+relative to ``|energy0|``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernels.layout import DIAGNOSTICS
+
+from .spec import EnsembleSpecError, _steps, parse_distribution, sample
+
+__all__ = ["ParticleSpec", "make_particle_spec", "parse_particle_vary", "replica_scene", "run_particle_chunk"]
+
+#: What each kind of particle group lets vary, with the component count (0: a number).
+GROUP_KEYS = {
+    "torus": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "center": 3, "normal": 3, "ring_diameter": 0},
+    "lattice": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "origin": 3, "spacing": 0, "radius": 0},
+    "explicit": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "radius": 0},
+    "random": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
+    "tori": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
+}
+WALL_KEYS = {"offset": 0, "normal": 3, "k": 0}
+FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0}
+
+_INDEXED = re.compile(r"^(particles|walls)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
+_NAMED = re.compile(r"^(particles|bond_families)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
+_ONE_SETTING = ("contacts", "materials", "fields", "run", "bonds", "name", "description")
+
+
+@dataclass(frozen=True)
+class ParticleVary:
+    """One sampled field: ``name`` as given, ``table`` (``particles``, ``walls`` or
+    ``bond_families``), ``item`` (the group or wall index, or the family name), ``key``,
+    ``index`` (component indices, possibly empty) and its distribution."""
+
+    name: str
+    table: str
+    item: object
+    key: str
+    index: tuple
+    dist: object
+
+
+@dataclass
+class ParticleSpec:
+    """Everything a chunk of replicas needs (picklable): the scene as given (a dict of the
+    keys it sets), the sampled fields, ``seed``, ``n`` replicas, ``dt``, ``steps``,
+    ``sample_every`` (steps between diagnostics samples) and the ``backend`` name."""
+
+    scene: dict
+    vary: list
+    seed: int
+    n: int
+    dt: float
+    steps: int
+    sample_every: int
+    backend: str = "cpu"
+    source: str = "scene"
+    columns: list = field(default_factory=list)
+
+
+def _field_error(name, text):
+    return EnsembleSpecError(f"--vary {name}: {text}")
+
+
+def _components(name, index, width):
+    if width == 0:
+        if index:
+            raise _field_error(name, "is a number; it takes no component index")
+        return [()]
+    if not index:
+        return [(c,) for c in range(width)]
+    if len(index) != 1 or not 0 <= index[0] < width:
+        raise _field_error(name, f"component index {list(index)} out of range for a vector of {width}")
+    return [tuple(index)]
+
+
+def parse_particle_vary(scene, vary) -> list[ParticleVary]:
+    """``vary`` (a dict ``FIELD -> DISTRIBUTION`` or ``["FIELD=DIST", ...]``) checked
+    against ``scene`` (a :class:`~granular.run.scene.Scene`): the list of
+    :class:`ParticleVary`; :class:`EnsembleSpecError` naming the field otherwise."""
+    items = list(vary.items()) if isinstance(vary, dict) else []
+    if not isinstance(vary, dict):
+        for text in vary or []:
+            if "=" not in str(text):
+                raise EnsembleSpecError(f"--vary {text!r}: expected FIELD=DISTRIBUTION")
+            f, s = str(text).split("=", 1)
+            items.append((f.strip(), s.strip()))
+    out, seen = [], set()
+    names = {g.name: k for k, g in enumerate(scene.particles) if g.name}
+    for name, text in items:
+        name = str(name).strip()
+        m = _INDEXED.match(name)
+        n = _NAMED.match(name)
+        if m:
+            table, item, key, idx = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        elif n:
+            table, item, key, idx = n.group(1), n.group(2), n.group(3), n.group(4)
+        else:
+            head = name.split(".")[0].split("[")[0]
+            if head in _ONE_SETTING:
+                raise _field_error(name, f"{head} is one setting for all replicas and cannot be varied; vary a "
+                                         "group's, a wall's or a bond family's number")  # fmt: skip
+            raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY or "
+                                     "bond_families.NAME.KEY, with [i] for a component")  # fmt: skip
+        index = tuple(int(x) for x in re.findall(r"\d+", idx))
+        if table == "particles":
+            if isinstance(item, str):
+                if item not in names:
+                    raise _field_error(name, f"no particle group named {item!r}; groups: {sorted(names)}")
+                item = names[item]
+            if item >= len(scene.particles):
+                raise _field_error(name, f"the scene has {len(scene.particles)} particle group(s)")
+            kind = scene.particles[item].kind
+            allowed = GROUP_KEYS[kind]
+            if key not in allowed:
+                raise _field_error(name, f"{key!r} cannot be varied for a {kind} group; allowed: {', '.join(allowed)}")
+            if key == "radius" and kind == "explicit" and isinstance(scene.particles[item].radius, list):
+                raise _field_error(name, "the group gives one radius per particle; give one shared radius to vary it")
+            if getattr(scene.particles[item], key) is None:
+                raise _field_error(name, f"the scene does not give particles[{item}].{key}; give a base value there")
+            width = allowed[key]
+        elif table == "walls":
+            if item >= len(scene.walls):
+                raise _field_error(name, f"the scene has {len(scene.walls)} wall(s)")
+            if key not in WALL_KEYS:
+                raise _field_error(name, f"{key!r} cannot be varied for a wall; allowed: {', '.join(WALL_KEYS)}")
+            if getattr(scene.walls[item], key) is None:
+                raise _field_error(name, f"the scene does not give walls[{item}].{key}; give a base value there")
+            width = WALL_KEYS[key]
+        else:
+            if item not in scene.bond_families:
+                raise _field_error(name, f"no bond family {item!r}; families: {sorted(scene.bond_families)}")
+            if key not in FAMILY_KEYS:
+                raise _field_error(name, f"{key!r} cannot be varied for a bond family; allowed: "
+                                         f"{', '.join(FAMILY_KEYS)}")  # fmt: skip
+            width = 0
+        _components(name, index, width)
+        dist = parse_distribution(name, text)
+        if dist.kind == "file":
+            raise _field_error(name, "file(...) is for body ensembles; use uniform, normal or grid")
+        if (table, item, key, index) in seen:
+            raise _field_error(name, "given twice")
+        seen.add((table, item, key, index))
+        out.append(ParticleVary(name, table, item, key, index, dist))
+    return out
+
+
+def _base(scene, v: ParticleVary):
+    if v.table == "particles":
+        value = getattr(scene.particles[v.item], v.key)
+    elif v.table == "walls":
+        value = getattr(scene.walls[v.item], v.key)
+    else:
+        value = getattr(scene.bond_families[v.item], v.key)
+    return np.asarray(value, dtype=np.float64)
+
+
+def _width(scene, v):
+    if v.table == "particles":
+        return GROUP_KEYS[scene.particles[v.item].kind][v.key]
+    return WALL_KEYS[v.key] if v.table == "walls" else 0
+
+
+def _column(v, comp) -> str:
+    if comp == tuple(v.index):
+        return v.name
+    return v.name + "".join(f"[{c}]" for c in comp)
+
+
+def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu", source="scene") -> ParticleSpec:
+    """Validate the arguments against the particle scene ``scene``; the
+    :class:`ParticleSpec` of the run (one replica is built now, so a bad value fails
+    before any chunk runs)."""
+    from ..run.scene import SceneError
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise EnsembleSpecError(f"n must be a positive integer (got {n!r})")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise EnsembleSpecError(f"seed must be a non-negative integer (got {seed!r})")
+    if not scene.particles:
+        raise EnsembleSpecError(f"{source}: the scene has no particles")
+    if scene.fields.pendulum:
+        raise EnsembleSpecError(f"{source}: ensembles of particle scenes do not take pendula")
+    vs = parse_particle_vary(scene, vary)
+    run = scene.run
+    dt = float(run.dt)
+    n_steps = _steps(run, steps, time, dt)
+    every = round(run.series_every / dt) if run.series_every else math.ceil(max(n_steps, 1) / 200)
+    columns = []
+    for v in vs:
+        columns += [_column(v, c) for c in _components(v.name, v.index, _width(scene, v))]
+    spec = ParticleSpec(scene.model_dump(mode="json", exclude_unset=True), vs, int(seed), int(n), dt, n_steps,
+                        max(1, int(every)), backend, source, columns)  # fmt: skip
+    from ..run.scene import scene_builder
+
+    try:  # replica 0 whole: its scene, its placement
+        scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")[0].finalize("cpu")
+    except SceneError as exc:
+        raise EnsembleSpecError(str(exc)) from None
+    except ValueError as exc:
+        raise EnsembleSpecError(f"{source} (replica 0): {exc}") from None
+    return spec
+
+
+def _values(spec: ParticleSpec, idx) -> dict:
+    """``{column: (m,) float64}``: the sampled values of the replicas ``idx``."""
+    from ..run.scene import parse_scene
+
+    scene = parse_scene(spec.scene, spec.source)
+    out = {}
+    for j, v in enumerate(spec.vary):
+        for c, comp in enumerate(_components(v.name, v.index, _width(scene, v))):
+            out[_column(v, comp)] = sample(v.dist, spec.seed, 64 * j + c, idx, spec.n)
+    return out
+
+
+def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0):
+    """The scene of replica ``i``: the base scene with its sampled values (``values`` from
+    :func:`_values` and the replica's ``row`` in it, else sampled now)."""
+    from ..run.scene import parse_scene
+
+    if values is None:
+        values, row = _values(spec, np.array([i])), 0
+    base = parse_scene(spec.scene, spec.source)
+    data = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+            for k, v in spec.scene.items()}  # fmt: skip
+    for j, v in enumerate(spec.vary):
+        value = _base(base, v)
+        for comp in _components(v.name, v.index, _width(base, v)):
+            value[comp] = values[_column(v, comp)][row]
+        if v.table == "bond_families":
+            fam = dict(data["bond_families"])
+            fam[v.item] = dict(fam[v.item], **{v.key: float(value)})
+            data["bond_families"] = fam
+        else:
+            items = list(data[v.table])
+            items[v.item] = dict(items[v.item], **{v.key: value.tolist()})
+            data[v.table] = items
+    return parse_scene(data, f"{spec.source} (replica {i})")
+
+
+def _energy(d) -> np.ndarray:
+    keys = [k for k in DIAGNOSTICS if k.startswith(("kinetic_", "U_", "dissipated_"))]
+    return sum(d[k] for k in keys)
+
+
+def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None) -> dict:
+    """Run replicas ``start..stop-1`` as one model of replicas; their summary table
+    (module docstring). ``progress(k)`` is called with the steps done."""
+    from ..backend import get_backend
+    from ..particles.integrators import ExplicitIntegrator
+    from ..particles.model import ModelBuilder
+    from ..particles.replicas import replica_diagnostics
+    from ..run.scene import scene_builder
+
+    idx = np.arange(start, stop, dtype=np.int64)
+    values = _values(spec, idx)
+    builders = []
+    for row, i in enumerate(idx):
+        scene = replica_scene(spec, int(i), values, row)
+        builders.append(scene_builder(scene, f"{spec.source} (replica {i})")[0])
+    run = scene.run
+    merged = ModelBuilder.replicas(builders, names=[int(i) for i in idx])
+    model = merged.finalize(get_backend(spec.backend), dtype=np.dtype(run.precision))
+    del builders
+    state = model.state()
+    integ = ExplicitIntegrator(run.integrator)
+    d = replica_diagnostics(model, state)
+    e0 = _energy(d)
+    peak = d["wall_force"].copy()
+    done = 0
+    while done < spec.steps:
+        k = min(spec.sample_every, spec.steps - done)
+        integ.advance(model, state, spec.dt, k)
+        done += k
+        d = replica_diagnostics(model, state)
+        np.maximum(peak, d["wall_force"], out=peak)
+        if progress is not None:
+            progress(done)
+    e1 = _energy(d)
+    table = {"replica": idx}
+    table.update(values)
+    table["time"] = np.full(len(idx), float(state.time))
+    for k in DIAGNOSTICS:
+        if k.startswith("dissipated_") and model.law is None:
+            continue
+        table[k] = d[k]
+    for axis in "xyz":
+        table[f"v_cm_{axis}"] = d[f"v_cm_{axis}"]
+    table["wall_force_max"] = peak
+    table["energy0"] = e0
+    table["energy_error"] = e1 - e0
+    table["energy_rel_error"] = (e1 - e0) / np.maximum(np.abs(e0), np.finfo(np.float64).tiny)
+    return table

@@ -1,0 +1,161 @@
+"""Ensembles of particle scenes (granular.ensemble.particles): replicas of a scene with
+sampled numbers run in one system; summaries independent of the chunk size and of the
+executor; each replica's summary is its scene run alone; bad fields named."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import granular as gr
+from granular import ensemble as ens
+from granular.ensemble.particles import make_particle_spec, replica_scene
+from granular.particles.analysis import _configuration
+from granular.run.scene import build_model, parse_scene
+
+SCENE = {
+    "name": "small_torus",
+    "run": {"dt": 5e-4, "steps": 600, "series_every": 0.01, "backend": "cpu"},
+    "bond_families": {"binder": {"ka": 200.0, "ks": 200.0, "km": 10.0, "strain_max": 0.03}},
+    "particles": [{"kind": "torus", "name": "torus", "n": 16, "ring_diameter": 2.0,
+                   "center": [1.3, 0.0, 0.0], "normal": [0.0, 0.0, 1.0], "velocity": [-1.0, 0.0, 0.0],
+                   "bonds": "binder"}],
+    "contacts": {"kpp": 2100.0},
+    "walls": [{"normal": [1.0, 0.0, 0.0], "offset": 0.0, "k": 2100.0}],
+}  # fmt: skip
+VARY = ["particles[0].velocity[0]=uniform(-3,-0.5)", "particles.torus.omega[2]=normal(0,1)",
+        "bond_families.binder.ka=grid(100,300)", "walls[0].offset=uniform(-0.05,0.05)"]  # fmt: skip
+
+
+TOML = """
+name = "small_torus"
+[run]
+dt = 5e-4
+steps = 600
+series_every = 0.01
+backend = "cpu"
+[bond_families.binder]
+ka = 200.0
+ks = 200.0
+km = 10.0
+strain_max = 0.03
+[[particles]]
+kind = "torus"
+name = "torus"
+n = 16
+ring_diameter = 2.0
+center = [1.3, 0.0, 0.0]
+normal = [0.0, 0.0, 1.0]
+velocity = [-1.0, 0.0, 0.0]
+bonds = "binder"
+[contacts]
+kpp = 2100.0
+[[walls]]
+normal = [1.0, 0.0, 0.0]
+offset = 0.0
+k = 2100.0
+"""
+
+
+@pytest.fixture(scope="module")
+def scene_file(tmp_path_factory):
+    import tomllib
+
+    assert parse_scene(tomllib.loads(TOML)) == parse_scene(SCENE)
+    path = tmp_path_factory.mktemp("scene") / "small_torus.toml"
+    path.write_text(TOML)
+    return str(path)
+
+
+def same_table(a, b):
+    assert list(a) == list(b)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_summaries_do_not_depend_on_the_chunk_size(scene_file):
+    one = ens.run_ensemble(scene_file, 7, VARY, seed=3, chunk_size=7)
+    assert one["replica"].tolist() == list(range(7))
+    for chunk in (1, 3):
+        same_table(one, ens.run_ensemble(scene_file, 7, VARY, seed=3, chunk_size=chunk))
+    assert (one["wall_force_max"] > 0).all()  # every torus hit its wall
+    assert one["broken_bonds"].max() > 0 and one["broken_bonds"].min() == 0  # the fast ones broke
+    assert np.abs(one["energy_rel_error"]).max() < 5e-3
+    np.testing.assert_allclose(one["bond_families.binder.ka"], np.linspace(100, 300, 7))
+
+
+def test_a_replica_summary_is_its_scene_run_alone(scene_file):
+    table = ens.run_ensemble(scene_file, 4, VARY, seed=5, chunk_size=4)
+    spec = make_particle_spec(parse_scene(SCENE), 4, VARY, 5)
+    for i in (0, 3):
+        scene = replica_scene(spec, i)
+        assert scene.particles[0].velocity[0] == table["particles[0].velocity[0]"][i]
+        assert scene.walls[0].offset == table["walls[0].offset"][i]
+        model, run = build_model(scene, "cpu")
+        state = model.state()
+        gr.ExplicitIntegrator("verlet").advance(model, state, run.dt, 600)
+        d = model.diagnostics(_configuration(model, state))
+        for k in ("kinetic_translational", "kinetic_rotational", "U_a", "U_pw", "broken_bonds", "U_released", "P_x"):
+            assert table[k][i] == pytest.approx(d[k], rel=1e-12, abs=1e-13), k
+        v = np.asarray(state.v)
+        assert table["v_cm_x"][i] == pytest.approx(v[:, 0].mean(), rel=1e-12)
+
+
+def test_cli_writes_the_outputs_and_trajectories(scene_file, tmp_path, capsys):
+    out = tmp_path / "ens"
+    status = ens.main([scene_file, "--n", "5", *sum((["--vary", v] for v in VARY), []), "--seed", "2",
+                       "--chunk", "2", "--out", str(out), "--trajectories", "2"])  # fmt: skip
+    assert status == 0
+    assert {"summaries.npz", "histograms.png", "ensemble.json", "subsample"} <= set(os.listdir(out))
+    meta = json.loads((out / "ensemble.json").read_text())
+    assert meta["kind"] == "particle replicas" and meta["subsample_bodies"] == [0, 4]
+    z = np.load(out / "summaries.npz")
+    assert len(z["replica"]) == 5
+    sub = out / "subsample" / "replica_4"
+    assert (sub / "series.csv").exists() and any(f.endswith(".vtu") for f in os.listdir(sub / "frames"))
+    series = np.genfromtxt(sub / "series.csv", delimiter=",", names=True)
+    assert series["kinetic_translational"][-1] == pytest.approx(z["kinetic_translational"][4], rel=1e-12)
+    assert "5 replicas x 600 steps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field, match", [
+    ("contacts.kpp=uniform(1,2)", "one setting for all replicas"),
+    ("materials.steel.young=uniform(1,2)", "one setting for all replicas"),
+    ("particles[0].n=uniform(10,20)", "'n' cannot be varied for a torus group"),
+    ("particles[1].velocity[0]=uniform(0,1)", "1 particle group"),
+    ("particles.ring.velocity[0]=uniform(0,1)", "no particle group named 'ring'"),
+    ("particles[0].velocity[3]=uniform(0,1)", "out of range"),
+    ("walls[0].k[0]=uniform(1,2)", "takes no component index"),
+    ("bond_families.glue.ka=uniform(1,2)", "no bond family 'glue'"),
+    ("walls[0].offset=uniform(2,1)", "a <= b"),
+    ("walls[0].offset=file(x.npy)", "for body ensembles"),
+    ("particles[0].velocity=bogus", "bad distribution"),
+])  # fmt: skip
+def test_bad_fields_are_named(field, match):
+    with pytest.raises(ens.EnsembleSpecError, match=match):
+        make_particle_spec(parse_scene(SCENE), 3, [field], 0)
+
+
+def test_a_bad_replica_fails_before_running(scene_file, tmp_path, capsys):
+    # a wall moved into the torus: placement refused, named, before any chunk runs
+    status = ens.main([scene_file, "--n", "3", "--vary", "walls[0].offset=uniform(2,3)", "--out",
+                       str(tmp_path / "bad")])  # fmt: skip
+    assert status == 2
+    assert "replica 0" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "summaries.npz").exists()
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_identical_to_in_process(scene_file, dask_client):
+    local = ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=6)
+    same_table(local, ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=2, client=dask_client))
