@@ -252,7 +252,7 @@ def build(jit, base):
         z = T(0.0)
         acc = (z, z, z, z, z, z, z, z)
         radius = par.radius
-        kpp = contacts.kpp
+        kpp = contacts.kpp if contacts.kpps.shape[0] == 0 else contacts.kpps[contacts.replica[i]]
         if contacts.mode == CONTACTS_LIST:
             # A row that overflowed in a rebuild of this block holds only the first
             # ``capacity`` entries; the block is redone after the regrow, and until then

@@ -45,7 +45,9 @@ precision. Units are consistent units of length, time and mass.
 ``Contacts``: Hertz particle-particle contact (56)-(57)
     (and the dissipative law's arguments: materials, pair table, springs; ``res`` (N,
     capacity, 8) and ``got`` (N, capacity) uint8, the slots of the per-pair pass, or
-    (0, 1, 8) and (0, 1) where each end evaluates its pairs itself)
+    (0, 1, 8) and (0, 1) where each end evaluates its pairs itself; in a model of replicas
+    with their own stiffness, ``kpps`` (R,) the stiffness of each replica and ``replica``
+    (N,) int32 each particle's, else both (0,) and ``kpp`` holds for every pair)
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``); ``kpp``
     stiffness [M L²/T²]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
     ascending; ``count`` (N,) int32 entries of each row (may exceed the capacity: then the
@@ -89,7 +91,8 @@ Bonds = namedtuple(
 )
 Contacts = namedtuple(
     "Contacts",
-    "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old res got",
+    "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old res got kpps "
+    "replica",
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
 Walls = namedtuple("Walls", "planes k mat first replica")

@@ -25,7 +25,8 @@ SCENE = {
     "walls": [{"normal": [1.0, 0.0, 0.0], "offset": 0.0, "k": 2100.0}],
 }  # fmt: skip
 VARY = ["particles[0].velocity[0]=uniform(-3,-0.5)", "particles.torus.omega[2]=normal(0,1)",
-        "bond_families.binder.ka=grid(100,300)", "walls[0].offset=uniform(-0.05,0.05)"]  # fmt: skip
+        "bond_families.binder.ka=grid(100,300)", "walls[0].offset=uniform(-0.05,0.05)",
+        "contacts.kpp=uniform(1500,3000)"]  # fmt: skip
 
 
 TOML = """
@@ -120,7 +121,7 @@ def test_cli_writes_the_outputs_and_trajectories(scene_file, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("field, match", [
-    ("contacts.kpp=uniform(1,2)", "one setting for all replicas"),
+    ("contacts.skin=uniform(1,2)", "one setting for all replicas"),
     ("materials.steel.young=uniform(1,2)", "one setting for all replicas"),
     ("particles[0].n=uniform(10,20)", "'n' cannot be varied for a torus group"),
     ("particles[1].velocity[0]=uniform(0,1)", "1 particle group"),

@@ -15,13 +15,13 @@ from granular.particles.shapes import BLOCK_MATERIAL, add_block, add_torus
 H = 5e-4
 
 
-def torus(v, spin=0.0, wall=0.0, n=24, strain_max=np.inf):
+def torus(v, spin=0.0, wall=0.0, n=24, strain_max=np.inf, kpp=2100.0):
     """A small bonded torus moving at ``v`` toward the wall ``x = wall``."""
     b = ModelBuilder()
     d = 3.0 * np.sin(np.pi / n)
     add_torus(b, n, 3.0, center=(wall + 1.5 + 1.5 * d, 0.0, 0.0), velocity=(v, 0.0, 0.0), omega=(0.0, 0.0, spin),
               strain_max=strain_max)  # fmt: skip
-    b.set_contacts(2100.0)
+    b.set_contacts(kpp)
     b.add_wall([1.0, 0.0, 0.0], wall, k=2100.0)
     return b
 
@@ -57,8 +57,9 @@ def host(model, state):
 
 @pytest.mark.parametrize("make, values, steps", [
     (torus, (-1.0, -2.0, -0.5), 1200),
+    (lambda v: torus(-1.5, kpp=v), (2100.0, 500.0, 8000.0), 1200),
     (block, (-1.0, -0.4, -1.5), 800),
-], ids=["torus-hertz", "block-dissipative"])  # fmt: skip
+], ids=["torus-hertz", "torus-own-kpp", "block-dissipative"])  # fmt: skip
 def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
     builders = [make(v) for v in values]
     model = replicate(builders).finalize("cpu")
@@ -72,7 +73,7 @@ def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
         n = single.n
         for k, a in alone.items():
             np.testing.assert_array_equal(together[k][lo:lo + n], a, err_msg=k)
-        touched += int((alone["x"] @ np.array([1.0, 0, 0] if make is torus else [0, 0, 1.0]) < 0.6).any())
+        touched += int((alone["x"] @ np.array([0, 0, 1.0] if make is block else [1.0, 0, 0]) < 0.6).any())
         lo += n
     assert touched == len(values)  # every replica reached its wall within the run
 
@@ -142,7 +143,7 @@ def test_replica_diagnostics_are_the_single_runs_totals():
 
 @pytest.mark.parametrize("change, match", [
     (lambda b: b.set_gravity([0, 0, -1.0]), "gravity"),
-    (lambda b: b.set_contacts(1000.0), "kpp"),
+    (lambda b: b.set_contacts(2100.0, bonded_contacts=False), "bonded_contacts"),
     (lambda b: b.add_material("steel", young=1e5), "materials"),
 ])  # fmt: skip
 def test_model_wide_settings_must_agree(change, match):

@@ -1,5 +1,7 @@
 """Ensembles of independent bodies: sampled initial conditions and parameters, run in
-batched chunks, in process or as Dask tasks, summarised one row per body.
+batched chunks, in process or as Dask tasks, summarised one row per body. Ensembles of
+particle scenes (impacts run as replicas in one system) are
+:mod:`granular.ensemble.particles`; :func:`run_ensemble` takes either kind of scene.
 
 :func:`run_ensemble` takes a scene with a ``[bodies]`` table (:mod:`granular.bodies.scenes`)
 and ``vary``, a mapping ``FIELD -> DISTRIBUTION``:
@@ -64,7 +66,7 @@ runs only the missing chunks; an earlier ensemble in ``--out`` is not replaced w
 
 from .chunk import run_chunk
 from .command import main, run_subsample, subsample_indices
-from .driver import Progress, collect, run_ensemble, write_outputs
+from .driver import Progress, collect, make_any_spec, run_ensemble, write_outputs
 from .spec import (
     Distribution,
     EnsembleSpec,
@@ -79,5 +81,5 @@ from .spec import (
 )
 
 __all__ = ["Distribution", "EnsembleSpec", "EnsembleSpecError", "Progress", "chunk_bounds", "chunk_table", "collect",
-           "main", "make_spec", "parse_distribution", "parse_field", "parse_vary", "run_chunk", "run_ensemble",
+           "main", "make_any_spec", "make_spec", "parse_distribution", "parse_field", "parse_vary", "run_chunk", "run_ensemble",
            "run_subsample", "sample", "subsample_indices", "write_outputs"]  # fmt: skip

@@ -73,7 +73,9 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     :class:`~granular.run.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
     ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
     ``chunk_size`` bodies (one batched system each, on ``backend``), for ``steps`` steps
-    or ``time`` [T] (default: the scene's ``run``).
+    or ``time`` [T] (default: the scene's ``run``). A particle scene gives ``n`` replicas
+    of it instead, ``chunk_size`` to a model (:mod:`granular.ensemble.particles`), with a
+    ``replica`` column in place of ``body``.
 
     ``client``: None runs the chunks one after the other in this process; a
     ``dask.distributed.Client`` runs each chunk as a task (``client.map``, ``retries``

@@ -10,13 +10,16 @@ the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`
 ``walls[K].KEY``
     ``offset``, ``normal``, ``k``;
 ``bond_families.NAME.KEY``
-    ``ka``, ``ks``, ``km``, ``strain_max``, ``angle_max``.
+    ``ka``, ``ks``, ``km``, ``strain_max``, ``angle_max``;
+``contacts.kpp``
+    the Hertz contact stiffness (each replica keeps its own; a wall without its own ``k``
+    takes its replica's).
 
 ``velocity[0]`` samples one component, ``velocity`` all three. The ``DISTRIBUTION`` forms,
 the counter-based sampling (a replica's values depend only on the seed, its index and the
 field order) and the chunking are those of body ensembles (:mod:`granular.ensemble`).
-What is one setting of the whole model (the contact law and its stiffness ``kpp``,
-materials, gravity, the run table) cannot be varied.
+What is one setting of the whole model (the contact law, materials, gravity, the run
+table) cannot be varied.
 
 Each chunk of replicas is one model of replicas: one state, one step loop. A replica's
 trajectory is its scene's run alone, bit for bit, so the summaries do not depend on the
@@ -59,6 +62,7 @@ GROUP_KEYS = {
 WALL_KEYS = {"offset": 0, "normal": 3, "k": 0}
 FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0}
 
+_CONTACTS = re.compile(r"^contacts\.kpp$")
 _INDEXED = re.compile(r"^(particles|walls)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _NAMED = re.compile(r"^(particles|bond_families)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _ONE_SETTING = ("contacts", "materials", "fields", "run", "bonds", "name", "description")
@@ -129,7 +133,11 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
         name = str(name).strip()
         m = _INDEXED.match(name)
         n = _NAMED.match(name)
-        if m:
+        if _CONTACTS.match(name):
+            if scene.contacts is None or scene.contacts.kpp is None:
+                raise _field_error(name, "the scene has no Hertz contact stiffness [contacts] kpp to vary")
+            table, item, key, idx = "contacts", None, "kpp", ""
+        elif m:
             table, item, key, idx = m.group(1), int(m.group(2)), m.group(3), m.group(4)
         elif n:
             table, item, key, idx = n.group(1), n.group(2), n.group(3), n.group(4)
@@ -137,7 +145,7 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             head = name.split(".")[0].split("[")[0]
             if head in _ONE_SETTING:
                 raise _field_error(name, f"{head} is one setting for all replicas and cannot be varied; vary a "
-                                         "group's, a wall's or a bond family's number")  # fmt: skip
+                                         "group's, a wall's or a bond family's number, or contacts.kpp")  # fmt: skip
             raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY or "
                                      "bond_families.NAME.KEY, with [i] for a component")  # fmt: skip
         index = tuple(int(x) for x in re.findall(r"\d+", idx))
@@ -165,6 +173,8 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             if getattr(scene.walls[item], key) is None:
                 raise _field_error(name, f"the scene does not give walls[{item}].{key}; give a base value there")
             width = WALL_KEYS[key]
+        elif table == "contacts":
+            width = 0
         else:
             if item not in scene.bond_families:
                 raise _field_error(name, f"no bond family {item!r}; families: {sorted(scene.bond_families)}")
@@ -188,6 +198,8 @@ def _base(scene, v: ParticleVary):
         value = getattr(scene.particles[v.item], v.key)
     elif v.table == "walls":
         value = getattr(scene.walls[v.item], v.key)
+    elif v.table == "contacts":
+        value = scene.contacts.kpp
     else:
         value = getattr(scene.bond_families[v.item], v.key)
     return np.asarray(value, dtype=np.float64)
@@ -266,7 +278,9 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0):
         value = _base(base, v)
         for comp in _components(v.name, v.index, _width(base, v)):
             value[comp] = values[_column(v, comp)][row]
-        if v.table == "bond_families":
+        if v.table == "contacts":
+            data["contacts"] = dict(data["contacts"], kpp=float(value))
+        elif v.table == "bond_families":
             fam = dict(data["bond_families"])
             fam[v.item] = dict(fam[v.item], **{v.key: float(value)})
             data["bond_families"] = fam

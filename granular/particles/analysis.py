@@ -198,6 +198,7 @@ def _particle_rows(model, state, x, r) -> list:
     T = np.float64
     zero = (0.0, 0.0, 0.0)
     kpp = model.force("contacts").kpp
+    kpps, replica = model.force("contacts").kpp_replicas, model.replica
     h = _law_rows(model, state) if model.law is not None else None
     rows = []
     for i, j in _touching_pairs(model, x, r):
@@ -208,7 +209,8 @@ def _particle_rows(model, state, x, r) -> list:
         n = d / dist
         point = x[j] + (r[j] - 0.5 * delta) * n
         if h is None:
-            f, _ = laws.hertz_contact(T, dist, reach, kpp)
+            k = kpp if kpps is None else kpps[replica[i]]
+            f, _ = laws.hertz_contact(T, dist, reach, k)
             rows.append(((i, j), False, delta, n, point, f * n, zero, zero))
             continue
         geometry = (n[0], n[1], n[2], delta, r[i] - 0.5 * delta, r[j] - 0.5 * delta, r[i] * r[j] / reach,

@@ -181,6 +181,7 @@ class ModelBuilder:
         self._replica_counts = None  # particles of each replica (a model of replicas)
         self._replica_walls = None  # walls of each replica
         self._replica_names = None  # what errors call each replica
+        self._replica_kpp = None  # each replica's Hertz stiffness, where they differ
 
     @classmethod
     def replicas(cls, builders, names=None) -> "ModelBuilder":
@@ -198,8 +199,9 @@ class ModelBuilder:
         ----------
         builders : sequence of ModelBuilder
             At least one. They must agree on what is one setting for the whole model:
-            gravity, the contact settings (``kpp``, ``bonded_contacts``, search, skin,
-            velocity), the materials (same names, same parameters) and pendula (none).
+            gravity, the contact settings (``bonded_contacts``, search, skin, velocity;
+            the Hertz stiffness ``kpp`` may differ, each replica keeps its own), the
+            materials (same names, same parameters) and pendula (none).
         names : sequence, optional
             What errors call each replica (default its position: ``replica 0`` ...),
             for example its index in an ensemble.
@@ -230,8 +232,11 @@ class ModelBuilder:
                 raise ValueError(f"replicas: builder {r} already holds replicas")
             if b._pendula:
                 raise ValueError(f"replicas: builder {r} has pendula; replicas of pendulum systems are not supported")
-            for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity",
-                         "_allow_overlap"):
+            if (b._kpp is None) != (first._kpp is None):
+                raise ValueError(f"replicas: builder {r} {'has no' if b._kpp is None else 'has a'} contact stiffness "
+                                 f"kpp and builder 0 {'has' if b._kpp is None else 'has not'}; the contact law is one "
+                                 "setting for all replicas")  # fmt: skip
+            for name in ("_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap"):
                 if getattr(b, name) != getattr(first, name):
                     raise ValueError(f"replicas: builder {r} differs from builder 0 in {name[1:]} "
                                      f"({getattr(b, name)!r} against {getattr(first, name)!r}); it is one setting "
@@ -261,6 +266,8 @@ class ModelBuilder:
             out._wall_overlap.extend(b._wall_overlap)
             offset += b._n
         out._n = offset
+        kpps = [b._kpp for b in builders]
+        out._replica_kpp = kpps if first._kpp is not None and len(set(kpps)) > 1 else None
         out._replica_counts = [b._n for b in builders]
         out._replica_walls = [len(b._walls) for b in builders]
         out._replica_names = list(range(len(builders))) if names is None else list(names)
@@ -759,7 +766,7 @@ class ModelBuilder:
             search, skin = self._contact_search
             radius_dev = be.asarray(cat(self._radius), dtype=dtype)
             forces.append(ParticleContacts(be, self._n, self._kpp or 0.0, bonds, self._bonded_contacts, search, skin,
-                                           radius_dev, law=law, replica=replica))  # fmt: skip
+                                           radius_dev, law=law, replica=replica, kpp_replicas=self._replica_kpp))  # fmt: skip
         elif self._contacts_set:
             raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
         if self._walls:

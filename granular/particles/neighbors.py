@@ -61,7 +61,8 @@ class NeighborList:
     rebound) and ``version`` whenever the list is rebuilt outside a block.
     """
 
-    def __init__(self, backend, radius, skin: float, capacity: int = 16, history: bool = False, replica=None):
+    def __init__(self, backend, radius, skin: float, capacity: int = 16, history: bool = False, replica=None,
+                 kpps=None):
         if not (skin >= 0 and math.isfinite(skin)):
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self.backend = backend
@@ -79,6 +80,8 @@ class NeighborList:
         # each particle's replica (a model of independent replicas), else none: part of the cell
         self.replica_host = None if replica is None else np.asarray(replica, np.int32)
         self.replica = backend.xp.asarray(np.zeros(0, np.int32) if replica is None else self.replica_host)
+        # each replica's contact stiffness, where replicas have their own (else the one kpp)
+        self.kpps = backend.xp.asarray(np.zeros(0) if kpps is None else np.asarray(kpps), dtype=self.dtype)
         self.law = None  # the law's fixed arguments (a dict), set by the contact family
         self.owner = None  # weak reference to the state whose springs the list holds (Model.bind_springs)
         xp = backend.xp
@@ -143,7 +146,8 @@ class NeighborList:
             contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
                                 self.dtype.type(self.skin), half * half, law["on"], law["vel"], law["mat"],
                                 law["pair"], law["nmat"], dev(self.hist), dev(self.live), dev(self.nbr_old), dev(self.count_old),
-                                dev(self.hist_old), dev(self.res), dev(self.got))  # fmt: skip
+                                dev(self.hist_old), dev(self.res), dev(self.got), dev(self.kpps),
+                                dev(self.replica))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica))  # fmt: skip
             self._bundles = (contacts, grid)

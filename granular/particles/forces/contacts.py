@@ -99,7 +99,7 @@ class ParticleContacts:
     SEARCHES = ("cells", "all-pairs")
 
     def __init__(self, backend, n_particles, kpp, bonds=None, bonded_contacts=True, search="cells", skin=None,
-                 radius=None, law=None, replica=None):  # fmt: skip
+                 radius=None, law=None, replica=None, kpp_replicas=None):  # fmt: skip
         if search not in self.SEARCHES:
             raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
         if replica is not None and search != "cells":
@@ -111,7 +111,9 @@ class ParticleContacts:
         self.law = law
         self.backend = backend
         self.dtype = np.dtype(radius.dtype)
-        self.kpp = float(kpp)
+        # replicas with their own stiffness: kpp is the largest (for step estimates)
+        self.kpp_replicas = None if kpp_replicas is None else np.asarray(kpp_replicas, np.float64)
+        self.kpp = float(kpp) if kpp_replicas is None else float(self.kpp_replicas.max())
         self.search = search
         self.neighbors = None
         self.skip_bonded = bool(bonds is not None and not bonded_contacts)
@@ -120,7 +122,8 @@ class ParticleContacts:
         rmax = float(backend.to_host(radius).max())
         self.skin = 0.4 * rmax if skin is None else float(skin)
         if search == "cells":
-            self.neighbors = NeighborList(backend, radius, self.skin, history=law is not None, replica=replica)
+            self.neighbors = NeighborList(backend, radius, self.skin, history=law is not None, replica=replica,
+                                          kpps=self.kpp_replicas)  # fmt: skip
             if law is not None:
                 self.neighbors.law = law.args()
         self._dummy = _placeholder_arrays(backend, self.dtype)
@@ -171,8 +174,9 @@ def _placeholder_args(backend, dummy, mode, kpp, T):
     hist = dev(xp.zeros((0, 1, 8), dtype=T))
     live = dev(xp.zeros((0, 1), dtype=np.uint8))
     res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
+    none = dev(xp.zeros(0, dtype=T))
     return (Contacts(mode, kpp, nbr, count, x_ref, T(0.0), T(0.0), law["on"], law["vel"], law["mat"], law["pair"],
-                     law["nmat"], hist, live, nbr, count, hist, res, live),
+                     law["nmat"], hist, live, nbr, count, hist, res, live, none, dev(xp.zeros(0, dtype=np.int32))),
             Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32))))  # fmt: skip
 
 
