@@ -230,10 +230,10 @@ def cell_hash(cx, cy, cz, r, mask):
     """Bucket of cell ``(cx, cy, cz)`` of replica ``r`` (0 for a single system) in a hash
     table of ``mask + 1`` (a power of two) buckets. Each coordinate keeps its low 21 bits,
     so the products stay below 2^48 and the hash is the same in Python, on the CPU and on
-    the GPU (no integer overflow)."""
+    the GPU (no integer overflow; ``r``, an int32 array element, is widened first)."""
     m21 = 2097151
     return (((cx & m21) * 73856093) ^ ((cy & m21) * 19349663) ^ ((cz & m21) * 83492791)
-            ^ ((r & m21) * 50331653)) & mask  # fmt: skip
+            ^ ((int(r) & m21) * 50331653)) & mask  # fmt: skip
 
 
 #: Floats kept per contact of the dissipative law: tangential spring ``ξ`` (3), rolling

@@ -44,6 +44,7 @@ def kernel_arguments(dtype):
         "advance": (K._advance_kernel, (1, h, dyn, a["par"], a["contacts"], s.status)),
         "forces": (K._forces_kernel, (True, 1, h, dyn, *fam, s.status)),
         "bond_eval": (K._bond_eval_kernel, (True, dyn, a["bonds"])),
+        "pairs": (K._pairs_kernel, (h, dyn, a["par"], a["bonds"], a["contacts"])),
         "save": (K._save_kernel, (dyn, dyn)),
         "block_start": (K._block_start_kernel, (s.status, report)),
         "report": (K._report_kernel, (dyn, a["par"], a["contacts"], s.status, report)),

@@ -165,3 +165,24 @@ def test_bad_replica_input_is_named():
     model = torus(-1.0).finalize("cpu")
     with pytest.raises(ValueError, match="no replicas"):
         replica_diagnostics(model, model.state())
+
+
+@pytest.mark.gpu
+def test_replicas_on_the_gpu_equal_their_systems_alone(gpu_backend):
+    # the CUDA kernels (the simulator in CI): the replica cell key, the per-replica walls
+    # and stiffness, each replica against its system alone on the same backend
+    builders = [torus(-2.0, n=12, kpp=2100.0), torus(-1.0, n=12, kpp=900.0)]
+    steps = 40 if gpu_backend.simulated else 1000
+    for b in builders:  # start touching the wall
+        b._walls[0] = (b._walls[0][0], 0.15, b._walls[0][2], b._walls[0][3])
+        b._wall_overlap[0] = True
+    model = replicate(builders).finalize(gpu_backend)
+    together = host(model, run(model, steps))
+    lo = 0
+    for b in builders:
+        single = b.finalize(gpu_backend)
+        alone = host(single, run(single, steps))
+        for k in ("x", "v", "omega"):
+            np.testing.assert_array_equal(together[k][lo:lo + single.n], alone[k], err_msg=k)
+        assert np.abs(alone["F"][:, 0]).max() > 0
+        lo += single.n

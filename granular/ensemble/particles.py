@@ -264,14 +264,16 @@ def _values(spec: ParticleSpec, idx) -> dict:
     return out
 
 
-def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0):
+def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=None):
     """The scene of replica ``i``: the base scene with its sampled values (``values`` from
-    :func:`_values` and the replica's ``row`` in it, else sampled now)."""
+    :func:`_values` and the replica's ``row`` in it, else sampled now; ``base``: the base
+    scene parsed, else parsed now)."""
     from ..run.scene import parse_scene
 
     if values is None:
         values, row = _values(spec, np.array([i])), 0
-    base = parse_scene(spec.scene, spec.source)
+    if base is None:
+        base = parse_scene(spec.scene, spec.source)
     data = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
             for k, v in spec.scene.items()}  # fmt: skip
     for j, v in enumerate(spec.vary):
@@ -305,11 +307,14 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
     from ..particles.replicas import replica_diagnostics
     from ..run.scene import scene_builder
 
+    from ..run.scene import parse_scene
+
     idx = np.arange(start, stop, dtype=np.int64)
     values = _values(spec, idx)
+    base = parse_scene(spec.scene, spec.source)
     builders = []
     for row, i in enumerate(idx):
-        scene = replica_scene(spec, int(i), values, row)
+        scene = replica_scene(spec, int(i), values, row, base)
         builders.append(scene_builder(scene, f"{spec.source} (replica {i})")[0])
     run = scene.run
     merged = ModelBuilder.replicas(builders, names=[int(i) for i in idx])
