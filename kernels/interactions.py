@@ -268,6 +268,14 @@ def build(jit, base):
     # ------------------------------------------------------- dissipative contact law
 
     @jit
+    def pair_row(ma, mb, nmat):
+        """Row of the pair table for materials ``ma``, ``mb``. In a model of replicas with
+        their own materials a material index is ``r * nmat + m`` and replica ``r``'s
+        block of ``nmat²`` rows starts at ``r * nmat²``; for one system (``mb < nmat``)
+        this is ``ma * nmat + mb``."""
+        return ma * nmat + mb % nmat
+
+    @jit
     def body_values(k, dyn, par, contacts):
         """What the dissipative law reads of particle ``k``: position, radius, mass, the
         velocities ``vp``, ``wp`` the force pass sees (the dashpots', then the drift
@@ -297,7 +305,7 @@ def build(jit, base):
         delta = reach - dist
         half = T(0.5) * delta
         par = contacts.pair
-        row = mlo * contacts.nmat + mhi
+        row = pair_row(mlo, mhi, contacts.nmat)
         geometry = (d1 / dist, d2 / dist, d3 / dist, delta, lo[3] - half, hi[3] - half, lo[3] * hi[3] / reach,
                     lo[4] * hi[4] / (lo[4] + hi[4]))  # fmt: skip
         velocities = (lo[5] - hi[5], lo[6] - hi[6], lo[7] - hi[7], lo[8], lo[9], lo[10], hi[8], hi[9], hi[10])
@@ -347,7 +355,7 @@ def build(jit, base):
             s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
                  hist[i, p, 6], hist[i, p, 7])  # fmt: skip
             if apart:  # the contact opened in this step: its springs' energy is dissipated
-                row = mat_i * contacts.nmat + contacts.mat[j]
+                row = pair_row(mat_i, contacts.mat[j], contacts.nmat)
                 rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
                                        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
                 if i < j:
@@ -442,7 +450,7 @@ def build(jit, base):
             s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
                  hist[i, p, 6], hist[i, p, 7])  # fmt: skip
             if apart:  # the contact opened in this step: its springs' energy is dissipated
-                row = mat_i * contacts.nmat + contacts.mat[j]
+                row = pair_row(mat_i, contacts.mat[j], contacts.nmat)
                 rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
                                        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
                 df += rel[0]
@@ -558,7 +566,7 @@ def build(jit, base):
             delta = me[3] - dist
             if not (delta > z):
                 if update and whist[i, k, 7] != z:  # the contact opened: its springs' energy is dissipated
-                    row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+                    row = pair_row(contacts.mat[i], walls.mat[w], contacts.nmat)
                     rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], whist[i, k, 0], whist[i, k, 1],
                                            whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
                                            whist[i, k, 6], whist[i, k, 7])  # fmt: skip
@@ -569,7 +577,7 @@ def build(jit, base):
                         whist[i, k, c] = z
                 continue
             touching += 1
-            row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+            row = pair_row(contacts.mat[i], walls.mat[w], contacts.nmat)
             params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_DAMP_N], par_[row, PAIR_DAMP_T],
                       par_[row, PAIR_MU], par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
             springs = (whist[i, k, 0], whist[i, k, 1], whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
@@ -624,9 +632,9 @@ def build(jit, base):
                     continue
                 touching += 1
                 if i < j:
-                    row = contacts.mat[i] * contacts.nmat + contacts.mat[j]
+                    row = pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat)
                 else:
-                    row = contacts.mat[j] * contacts.nmat + contacts.mat[i]
+                    row = pair_row(contacts.mat[j], contacts.mat[i], contacts.nmat)
                 upp += T(0.5) * granular_energy(
                     T, reach - dist2 ** T(0.5), par.radius[i] * par.radius[j] / reach, contacts.pair[row, PAIR_ESTAR],
                     contacts.pair[row, PAIR_GSTAR], hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3],
@@ -641,7 +649,7 @@ def build(jit, base):
             if not (delta > z):
                 continue
             touching += 1
-            row = contacts.mat[i] * contacts.nmat + walls.mat[w]
+            row = pair_row(contacts.mat[i], walls.mat[w], contacts.nmat)
             upw += granular_energy(T, delta, par.radius[i], contacts.pair[row, PAIR_ESTAR], contacts.pair[row, PAIR_GSTAR],
                                    whist[i, k, 0], whist[i, k, 1], whist[i, k, 2], whist[i, k, 3], whist[i, k, 4],
                                    whist[i, k, 5], whist[i, k, 6])  # fmt: skip

@@ -122,7 +122,8 @@ def test_cli_writes_the_outputs_and_trajectories(scene_file, tmp_path, capsys):
 
 @pytest.mark.parametrize("field, match", [
     ("contacts.skin=uniform(1,2)", "one setting for all replicas"),
-    ("materials.steel.young=uniform(1,2)", "one setting for all replicas"),
+    ("materials.steel.young=uniform(1,2)", "no material 'steel'"),
+    ("fields.gravity[2]=uniform(1,2)", "one setting for all replicas"),
     ("particles[0].n=uniform(10,20)", "'n' cannot be varied for a torus group"),
     ("particles[1].velocity[0]=uniform(0,1)", "1 particle group"),
     ("particles.ring.velocity[0]=uniform(0,1)", "no particle group named 'ring'"),
@@ -160,3 +161,58 @@ def dask_client():
 def test_dask_identical_to_in_process(scene_file, dask_client):
     local = ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=6)
     same_table(local, ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=2, client=dask_client))
+
+
+def test_a_chunk_larger_than_memory_is_refused_before_running(scene_file, tmp_path, capsys):
+    status = ens.main([scene_file, "--n", "100000000", "--vary", VARY[0], "--chunk", "100000000", "--out",
+                       str(tmp_path / "big")])  # fmt: skip
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "a chunk of 100,000,000 replicas" in err and "--chunk" in err
+    assert not (tmp_path / "big").exists() or not os.listdir(tmp_path / "big")
+
+
+DROP = """
+name = "drop"
+[run]
+dt = 2e-4
+duration = 0.4
+series_every = 0.002
+backend = "cpu"
+[materials.grain]
+young = 1e5
+restitution = 0.5
+friction = 0.3
+[[particles]]
+kind = "explicit"
+x = [[0.0, 0.0, 0.6]]
+radius = 0.5
+material = "grain"
+velocity = [0.0, 0.0, -1.0]
+[contacts]
+[[walls]]
+normal = [0.0, 0.0, 1.0]
+offset = 0.0
+material = "grain"
+"""
+
+
+def test_materials_vary_per_replica(tmp_path):
+    # a sphere dropped on a wall: each replica keeps its own restitution, so the rebound
+    # grows with it, and each equals its scene run alone
+    path = tmp_path / "drop.toml"
+    path.write_text(DROP)
+    table = ens.run_ensemble(str(path), 4, ["materials.grain.restitution=grid(0.2,0.9)"], seed=0, chunk_size=4)
+    v = table["v_cm_z"]
+    assert (v > 0).all() and (np.diff(v) > 0).all(), v
+    assert (table["dissipated_normal"] > 0).all()
+    import tomllib
+
+    spec = make_particle_spec(parse_scene(tomllib.loads(DROP)), 4, ["materials.grain.restitution=grid(0.2,0.9)"], 0)
+    for i in (0, 3):
+        scene = replica_scene(spec, i)
+        model, run = build_model(scene, "cpu")
+        state = model.state()
+        gr.ExplicitIntegrator("verlet").advance(model, state, run.dt, spec.steps)
+        assert table["v_cm_z"][i] == float(np.asarray(state.v)[0, 2])
+        assert table["dissipated_normal"][i] == pytest.approx(float(np.asarray(state.dissipated)[:, 0].sum()), rel=1e-12)

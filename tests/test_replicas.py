@@ -26,12 +26,13 @@ def torus(v, spin=0.0, wall=0.0, n=24, strain_max=np.inf, kpp=2100.0):
     return b
 
 
-def block(v, friction=True):
+def block(v, friction=True, restitution=None):
     """A 3x3x3 bonded block with the dissipative law falling onto the wall ``z = 0``."""
     b = ModelBuilder()
     material = None
     if friction:
-        b.add_material("binder", **BLOCK_MATERIAL)
+        b.add_material("binder", **dict(BLOCK_MATERIAL, **({} if restitution is None else
+                                                            {"restitution": restitution})))  # fmt: skip
         material = "binder"
     add_block(b, 3, origin=(0.0, 0.0, 0.55), velocity=(0.3, 0.0, v), material=material)
     if friction:
@@ -59,7 +60,8 @@ def host(model, state):
     (torus, (-1.0, -2.0, -0.5), 1200),
     (lambda v: torus(-1.5, kpp=v), (2100.0, 500.0, 8000.0), 1200),
     (block, (-1.0, -0.4, -1.5), 800),
-], ids=["torus-hertz", "torus-own-kpp", "block-dissipative"])  # fmt: skip
+    (lambda e: block(-1.0, restitution=e), (0.3, 0.5, 0.9), 800),
+], ids=["torus-hertz", "torus-own-kpp", "block-dissipative", "block-own-materials"])  # fmt: skip
 def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
     builders = [make(v) for v in values]
     model = replicate(builders).finalize("cpu")
@@ -73,7 +75,7 @@ def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
         n = single.n
         for k, a in alone.items():
             np.testing.assert_array_equal(together[k][lo:lo + n], a, err_msg=k)
-        touched += int((alone["x"] @ np.array([0, 0, 1.0] if make is block else [1.0, 0, 0]) < 0.6).any())
+        touched += int((alone["x"] @ np.array([1.0, 0, 0] if single.law is None else [0, 0, 1.0]) < 0.6).any())
         lo += n
     assert touched == len(values)  # every replica reached its wall within the run
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..provenance import versions
+from ..resources import ResourceError
 from ..run.command import run_scene
 from ..run.scene import SceneError, load_scene
 from .driver import (
@@ -22,7 +23,7 @@ from .driver import (
     run_ensemble,
     write_outputs,
 )
-from .particles import ParticleSpec, replica_scene
+from .particles import ParticleSpec, check_chunk_memory, replica_scene
 from .spec import (
     _FORMS,
     EnsembleSpec,
@@ -143,6 +144,11 @@ def main(argv=None) -> int:
         if args.chunk is None:
             args.chunk = 1000 if particles else 10_000
         chunk_bounds(args.n, args.chunk)
+        if particles:
+            check_chunk_memory(spec, min(args.chunk, args.n))
+    except ResourceError as exc:
+        print(f"granular ensemble: {exc}; use a smaller --chunk", file=sys.stderr)
+        return 2
     except (EnsembleSpecError, SceneError) as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2

@@ -13,12 +13,16 @@ the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`
     ``ka``, ``ks``, ``km``, ``strain_max``, ``angle_max``;
 ``contacts.kpp``
     the Hertz contact stiffness (each replica keeps its own; a wall without its own ``k``
-    takes its replica's).
+    takes its replica's);
+``materials.NAME.KEY``
+    ``young``, ``poisson``, ``density``, ``restitution``, ``friction``,
+    ``rolling_friction``, ``twisting_friction`` of the dissipative law (each replica
+    keeps its own table).
 
 ``velocity[0]`` samples one component, ``velocity`` all three. The ``DISTRIBUTION`` forms,
 the counter-based sampling (a replica's values depend only on the seed, its index and the
 field order) and the chunking are those of body ensembles (:mod:`granular.ensemble`).
-What is one setting of the whole model (the contact law, materials, gravity, the run
+What is one setting of the whole model (the contact law and search, gravity, the run
 table) cannot be varied.
 
 Each chunk of replicas is one model of replicas: one state, one step loop. A replica's
@@ -49,7 +53,8 @@ from kernels.layout import DIAGNOSTICS
 
 from .spec import EnsembleSpecError, _steps, parse_distribution, sample
 
-__all__ = ["ParticleSpec", "make_particle_spec", "parse_particle_vary", "replica_scene", "run_particle_chunk"]
+__all__ = ["ParticleSpec", "check_chunk_memory", "make_particle_spec", "parse_particle_vary", "replica_scene",
+           "run_particle_chunk"]
 
 #: What each kind of particle group lets vary, with the component count (0: a number).
 GROUP_KEYS = {
@@ -61,11 +66,13 @@ GROUP_KEYS = {
 }
 WALL_KEYS = {"offset": 0, "normal": 3, "k": 0}
 FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0}
+MATERIAL_KEYS = {"young": 0, "poisson": 0, "density": 0, "restitution": 0, "friction": 0, "rolling_friction": 0,
+                 "twisting_friction": 0}  # fmt: skip
 
 _CONTACTS = re.compile(r"^contacts\.kpp$")
 _INDEXED = re.compile(r"^(particles|walls)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
-_NAMED = re.compile(r"^(particles|bond_families)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
-_ONE_SETTING = ("contacts", "materials", "fields", "run", "bonds", "name", "description")
+_NAMED = re.compile(r"^(particles|bond_families|materials)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
+_ONE_SETTING = ("contacts", "fields", "run", "bonds", "name", "description")
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class ParticleSpec:
     backend: str = "cpu"
     source: str = "scene"
     columns: list = field(default_factory=list)
+    particles: int = 0  # per replica (replica 0's)
+    bonds: int = 0  # per replica (replica 0's)
 
 
 def _field_error(name, text):
@@ -145,9 +154,11 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             head = name.split(".")[0].split("[")[0]
             if head in _ONE_SETTING:
                 raise _field_error(name, f"{head} is one setting for all replicas and cannot be varied; vary a "
-                                         "group's, a wall's or a bond family's number, or contacts.kpp")  # fmt: skip
-            raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY or "
-                                     "bond_families.NAME.KEY, with [i] for a component")  # fmt: skip
+                                         "group's, a wall's, a bond family's or a material's number, or "
+                                         "contacts.kpp")  # fmt: skip
+            raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY, "
+                                     "bond_families.NAME.KEY, materials.NAME.KEY or contacts.kpp, with [i] for a "
+                                     "component")  # fmt: skip
         index = tuple(int(x) for x in re.findall(r"\d+", idx))
         if table == "particles":
             if isinstance(item, str):
@@ -175,6 +186,13 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             width = WALL_KEYS[key]
         elif table == "contacts":
             width = 0
+        elif table == "materials":
+            if item not in scene.materials:
+                raise _field_error(name, f"no material {item!r}; materials: {sorted(scene.materials)}")
+            if key not in MATERIAL_KEYS:
+                raise _field_error(name, f"{key!r} cannot be varied for a material; allowed: "
+                                         f"{', '.join(MATERIAL_KEYS)}")  # fmt: skip
+            width = 0
         else:
             if item not in scene.bond_families:
                 raise _field_error(name, f"no bond family {item!r}; families: {sorted(scene.bond_families)}")
@@ -200,6 +218,8 @@ def _base(scene, v: ParticleVary):
         value = getattr(scene.walls[v.item], v.key)
     elif v.table == "contacts":
         value = scene.contacts.kpp
+    elif v.table == "materials":
+        value = getattr(scene.materials[v.item], v.key)
     else:
         value = getattr(scene.bond_families[v.item], v.key)
     return np.asarray(value, dtype=np.float64)
@@ -244,7 +264,9 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
     from ..run.scene import scene_builder
 
     try:  # replica 0 whole: its scene, its placement
-        scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")[0].finalize("cpu")
+        b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")
+        spec.particles = b.particle_count
+        b.finalize("cpu")
     except SceneError as exc:
         raise EnsembleSpecError(str(exc)) from None
     except ValueError as exc:
@@ -282,15 +304,29 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
             value[comp] = values[_column(v, comp)][row]
         if v.table == "contacts":
             data["contacts"] = dict(data["contacts"], kpp=float(value))
-        elif v.table == "bond_families":
-            fam = dict(data["bond_families"])
-            fam[v.item] = dict(fam[v.item], **{v.key: float(value)})
-            data["bond_families"] = fam
+        elif v.table in ("bond_families", "materials"):
+            table = dict(data[v.table])
+            table[v.item] = dict(table[v.item], **{v.key: float(value)})
+            data[v.table] = table
         else:
             items = list(data[v.table])
             items[v.item] = dict(items[v.item], **{v.key: value.tolist()})
             data[v.table] = items
     return parse_scene(data, f"{spec.source} (replica {i})")
+
+
+def check_chunk_memory(spec: ParticleSpec, replicas: int, backend=None) -> None:
+    """:class:`~granular.resources.ResourceError` when a model of ``replicas`` replicas
+    (replica 0's size each) does not fit in the host's or the device's memory."""
+    from ..backend import get_backend
+    from ..resources import NEIGHBOR_CAPACITY, check_memory
+
+    scene = spec.scene
+    capacity = NEIGHBOR_CAPACITY if scene.get("contacts") or scene.get("materials") else 0
+    be = backend or get_backend(spec.backend)
+    check_memory(spec.particles * replicas, spec.bonds * replicas, capacity,
+                 scene.get("run", {}).get("precision", "float64"), be,
+                 what=f"a chunk of {replicas:,} replicas")  # fmt: skip
 
 
 def _energy(d) -> np.ndarray:
@@ -305,11 +341,11 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
     from ..particles.integrators import ExplicitIntegrator
     from ..particles.model import ModelBuilder
     from ..particles.replicas import replica_diagnostics
-    from ..run.scene import scene_builder
-
-    from ..run.scene import parse_scene
+    from ..run.scene import parse_scene, scene_builder
 
     idx = np.arange(start, stop, dtype=np.int64)
+    be = get_backend(spec.backend)
+    check_chunk_memory(spec, len(idx), be)
     values = _values(spec, idx)
     base = parse_scene(spec.scene, spec.source)
     builders = []
@@ -318,7 +354,7 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
         builders.append(scene_builder(scene, f"{spec.source} (replica {i})")[0])
     run = scene.run
     merged = ModelBuilder.replicas(builders, names=[int(i) for i in idx])
-    model = merged.finalize(get_backend(spec.backend), dtype=np.dtype(run.precision))
+    model = merged.finalize(be, dtype=np.dtype(run.precision))
     del builders
     state = model.state()
     integ = ExplicitIntegrator(run.integrator)

@@ -218,7 +218,7 @@ def _particle_rows(model, state, x, r) -> list:
         velocities = (*(h.v[i] - h.v[j]), *h.w[i], *h.w[j])
         springs = tuple(h.stored.get((int(i), int(j)), np.zeros(8)))
         out = laws.granular_contact(T, geometry, velocities, velocities,
-                                    _params(h, h.mat[i] * h.nmat + h.mat[j]), springs, T(0.0))  # fmt: skip
+                                    _params(h, h.mat[i] * h.nmat + h.mat[j] % h.nmat), springs, T(0.0))  # fmt: skip
         rows.append(((i, j), False, delta, n, point, out[0:3], out[3:6], out[6:9]))
     return rows
 
@@ -248,6 +248,6 @@ def _wall_rows(model, state, x, r, walls) -> list:
             geometry = (n[0], n[1], n[2], r[i] - dist, dist, 0.0, r[i], h.m[i])
             velocities = (*h.v[i], *h.w[i], 0.0, 0.0, 0.0)
             out = laws.granular_contact(T, geometry, velocities, velocities,
-                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w]), tuple(h.whist[i, local]), T(0.0))  # fmt: skip
+                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w] % h.nmat), tuple(h.whist[i, local]), T(0.0))  # fmt: skip
             rows.append(((i, w), True, r[i] - dist, n, point, out[0:3], out[3:6], zero))
     return rows

@@ -182,6 +182,7 @@ class ModelBuilder:
         self._replica_walls = None  # walls of each replica
         self._replica_names = None  # what errors call each replica
         self._replica_kpp = None  # each replica's Hertz stiffness, where they differ
+        self._replica_materials = None  # each replica's materials (same names), where they differ
 
     @classmethod
     def replicas(cls, builders, names=None) -> "ModelBuilder":
@@ -201,7 +202,8 @@ class ModelBuilder:
             At least one. They must agree on what is one setting for the whole model:
             gravity, the contact settings (``bonded_contacts``, search, skin, velocity;
             the Hertz stiffness ``kpp`` may differ, each replica keeps its own), the
-            materials (same names, same parameters) and pendula (none).
+            names of the materials (their values may differ: each replica keeps its
+            own) and pendula (none).
         names : sequence, optional
             What errors call each replica (default its position: ``replica 0`` ...),
             for example its index in an ensemble.
@@ -245,9 +247,10 @@ class ModelBuilder:
             if (g0 is None) != (g is None) or (g is not None and not np.array_equal(g, g0)):
                 raise ValueError(f"replicas: builder {r} differs from builder 0 in gravity ({g!r} against {g0!r}); "
                                  "it is one setting for all replicas")  # fmt: skip
-            if {k: (i, m) for k, (i, m) in b._materials.items()} != first._materials:
-                raise ValueError(f"replicas: builder {r} has other materials than builder 0; materials are one "
-                                 "table for all replicas")  # fmt: skip
+            if {k: i for k, (i, _) in b._materials.items()} != {k: i for k, (i, _) in first._materials.items()}:
+                raise ValueError(f"replicas: builder {r} names other materials than builder 0 "
+                                 f"({sorted(b._materials)} against {sorted(first._materials)}); each replica may "
+                                 "give its materials other values, under the same names")  # fmt: skip
         out = cls()
         for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
                      "_gravity"):
@@ -266,6 +269,9 @@ class ModelBuilder:
             out._wall_overlap.extend(b._wall_overlap)
             offset += b._n
         out._n = offset
+        order = sorted(first._materials, key=lambda k: first._materials[k][0])
+        tables = [[b._materials[k][1] for k in order] for b in builders]
+        out._replica_materials = tables if any(t != tables[0] for t in tables) else None
         kpps = [b._kpp for b in builders]
         out._replica_kpp = kpps if first._kpp is not None and len(set(kpps)) > 1 else None
         out._replica_counts = [b._n for b in builders]
@@ -845,8 +851,13 @@ class ModelBuilder:
             raise ValueError("kpp: with materials the dissipative law replaces U^pp; leave kpp out")
         names = sorted(self._materials, key=lambda k: self._materials[k][0])
         mats = [self._materials[k][1] for k in names]
-        wall_mat = [w[3] for w in self._walls]
-        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype)
+        wall_mat = np.asarray([w[3] for w in self._walls], dtype=np.int64)
+        per = self._replica_materials
+        if per is not None:  # replica r's materials are r * M + m (a block of the pair table each)
+            m = len(names)
+            mat = mat + m * np.repeat(np.arange(len(per)), self._replica_counts)
+            wall_mat = wall_mat + m * np.repeat(np.arange(len(per)), self._replica_walls)
+        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype, per_replica=per)
 
 
 class Model:

@@ -325,7 +325,7 @@ def _law_limit(model, x, r, m, J, speed, assumed):
         i, j = pairs[:, 0], pairs[:, 1]
         d = np.linalg.norm(x[i] - x[j], axis=1)
         rstar = r[i] * r[j] / (r[i] + r[j])
-        kn, kt, a, delta = stiff(mat[i] * nm + mat[j], rstar, m[i] * m[j] / (m[i] + m[j]), r[i] + r[j] - d)
+        kn, kt, a, delta = stiff(mat[i] * nm + mat[j] % nm, rstar, m[i] * m[j] / (m[i] + m[j]), r[i] + r[j] - d)
         for p, q in ((i, j), (j, i)):
             lever = r[p] - 0.5 * delta
             np.add.at(T, p, 2.0 * np.maximum(kn, kt))
@@ -335,7 +335,7 @@ def _law_limit(model, x, r, m, J, speed, assumed):
     if len(lonely):  # one collision with the smallest partner of the same material
         rmin = r.min()
         rstar = r[lonely] * rmin / (r[lonely] + rmin)
-        kn, kt, a, delta = stiff(mat[lonely] * nm + mat[lonely], rstar, 0.5 * m[lonely], 0.0)
+        kn, kt, a, delta = stiff(mat[lonely] * nm + mat[lonely] % nm, rstar, 0.5 * m[lonely], 0.0)
         T[lonely] += 2.0 * np.maximum(kn, kt)
         R[lonely] += 2.0 * kt * (r[lonely] ** 2 + rstar**2 + 0.5 * a * a)
     walls = model.force("walls")
@@ -344,7 +344,7 @@ def _law_limit(model, x, r, m, J, speed, assumed):
         for w in range(walls.count):
             nw, c = walls.planes_host[w, :3], walls.planes_host[w, 3]
             initial = np.maximum(r - (x @ nw - c), 0.0)
-            kn, kt, a, delta = stiff(mat * nm + law.wall_mat_host[w], r, m, initial)
+            kn, kt, a, delta = stiff(mat * nm + law.wall_mat_host[w] % nm, r, m, initial)
             best_t = np.maximum(best_t, np.maximum(kn, kt))
             best_r = np.maximum(best_r, kt * ((r - delta) ** 2 + r * r + 0.5 * a * a))
         T += best_t
