@@ -272,8 +272,10 @@ def build(jit, base):
         """Row of the pair table for materials ``ma``, ``mb``. In a model of replicas with
         their own materials a material index is ``r * nmat + m`` and replica ``r``'s
         block of ``nmat²`` rows starts at ``r * nmat²``; for one system (``mb < nmat``)
-        this is ``ma * nmat + mb``."""
-        return ma * nmat + mb % nmat
+        this is ``ma * nmat + mb`` (no integer division on that path)."""
+        if mb >= nmat:
+            mb = mb % nmat
+        return ma * nmat + mb
 
     @jit
     def body_values(k, dyn, par, contacts):
