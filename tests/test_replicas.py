@@ -188,3 +188,26 @@ def test_replicas_on_the_gpu_equal_their_systems_alone(gpu_backend):
             np.testing.assert_array_equal(together[k][lo:lo + single.n], alone[k], err_msg=k)
         assert np.abs(alone["F"][:, 0]).max() > 0
         lo += single.n
+
+
+def test_a_joined_builder_is_closed_and_walls_take_their_replicas_stiffness():
+    a, b = torus(-1.0, kpp=2100.0), torus(-1.0, kpp=500.0)
+    for x in (a, b):  # walls without their own k
+        x._walls[0] = (x._walls[0][0], x._walls[0][1], None, x._walls[0][3])
+    joined = replicate([a, b])
+    for call in (lambda: joined.add_particles([[9.0, 9.0, 9.0]]), lambda: joined.add_wall([0, 0, 1.0], -5.0),
+                 lambda: joined.set_contacts(100.0), lambda: joined.set_gravity([0, 0, -1.0])):
+        with pytest.raises(ValueError, match="joins replicas"):
+            call()
+    model = joined.finalize("cpu")
+    np.testing.assert_array_equal(np.asarray(model.force("walls").k), [2100.0, 500.0])
+
+
+def test_the_stable_step_of_replicas_is_that_of_the_worst_replica():
+    # twins in the same place are not a contact of zero distance: the estimate of two
+    # replicas equals the smaller of their own
+    a, b = torus(-1.0, kpp=2100.0), torus(-1.0, kpp=8000.0)
+    model = replicate([a, b]).finalize("cpu")
+    both = gr.estimate_stable_step(model).h_max
+    alone = min(gr.estimate_stable_step(x.finalize("cpu")).h_max for x in (a, b))
+    assert np.isfinite(both) and both == pytest.approx(alone, rel=1e-12)

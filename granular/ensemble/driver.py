@@ -67,15 +67,15 @@ def collect(parts, n: int) -> dict:
     return table
 
 
-def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", client=None, steps=None, time=None,
+def run_ensemble(scene, n, vary, seed=0, chunk_size=None, backend="cpu", client=None, steps=None, time=None,
                  summaries=None, retries=3, _kill_once_dir=None, store=None, progress=None) -> dict:  # fmt: skip
     """Run ``n`` bodies of the ``[bodies]`` scene ``scene`` (a path or a loaded
     :class:`~granular.run.scene.Scene`) with the fields of ``vary`` (``{FIELD: "uniform(a,b)"
     ...}`` or ``["FIELD=SPEC", ...]``) sampled from ``seed``, in chunks of at most
-    ``chunk_size`` bodies (one batched system each, on ``backend``), for ``steps`` steps
+    ``chunk_size`` bodies (default 10000; one batched system each, on ``backend``), for ``steps`` steps
     or ``time`` [T] (default: the scene's ``run``). A particle scene gives ``n`` replicas
-    of it instead, ``chunk_size`` to a model (:mod:`granular.ensemble.particles`), with a
-    ``replica`` column in place of ``body``.
+    of it instead, ``chunk_size`` (default 1000) to a model
+    (:mod:`granular.ensemble.particles`), with a ``replica`` column in place of ``body``.
 
     ``client``: None runs the chunks one after the other in this process; a
     ``dask.distributed.Client`` runs each chunk as a task (``client.map``, ``retries``
@@ -92,6 +92,8 @@ def run_ensemble(scene, n, vary, seed=0, chunk_size=10_000, backend="cpu", clien
     every finished chunk."""
     spec = make_any_spec(scene, n, vary, seed, steps=steps, time=time, backend=backend)
     runner = chunk_runner(spec)
+    if chunk_size is None:  # bodies per batched system, or replicas per model
+        chunk_size = 1000 if isinstance(spec, ParticleSpec) else 10_000
     if _kill_once_dir is not None:
         spec.kill_once_dir = str(_kill_once_dir)
     bounds = chunk_bounds(spec.n, chunk_size)

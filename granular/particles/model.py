@@ -281,6 +281,12 @@ class ModelBuilder:
             raise ValueError(f"replicas: {len(out._replica_names)} names for {len(builders)} builders")
         return out
 
+    def _open(self, what: str) -> None:
+        """Refuse ``what`` on a builder that joins replicas (its replica layout is fixed)."""
+        if self._replica_counts is not None:
+            raise ValueError(f"{what}: this builder joins replicas (ModelBuilder.replicas); its layout is fixed. "
+                             "Add to the replicas' own builders before joining them")  # fmt: skip
+
     @property
     def particle_count(self) -> int:
         """Number of particles added so far (the index the next particle gets)."""
@@ -344,6 +350,7 @@ class ModelBuilder:
             that is not of unit length, more than one orientation form, or an unknown
             ``material``; the message names the argument and the particle of this call.
         """
+        self._open("add_particles")
         xa = np.array(x, dtype=np.float64)
         if xa.ndim != 2 or xa.shape[1] != 3:
             raise ValueError(f"x: expected shape (K, 3), got {xa.shape}")
@@ -417,6 +424,7 @@ class ModelBuilder:
         ValueError
             ``g`` is not 3 finite numbers.
         """
+        self._open("set_gravity")
         self._gravity = _vectors("gravity", g, 1)[0]
 
     def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
@@ -448,6 +456,7 @@ class ModelBuilder:
             a pendulum, a non-finite ``rho0``, ``g`` not > 0, or ``vertical`` not a unit
             vector.
         """
+        self._open("add_pendulum")
         idx = np.atleast_1d(np.asarray(particles))
         if idx.dtype.kind not in "iu" or idx.ndim != 1:
             raise ValueError(f"particles: expected integer indices, got {particles!r}")
@@ -504,6 +513,7 @@ class ModelBuilder:
             bonded to itself, a pair repeated within the call, a stiffness not finite and
             >= 0, or a threshold not > 0; the message names the bond.
         """
+        self._open("add_bonds")
         p = np.asarray(pairs)
         if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
             raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
@@ -569,6 +579,7 @@ class ModelBuilder:
             A bad or repeated name, or a value out of range (the message names the
             material and the field).
         """
+        self._open("add_material")
         if not isinstance(name, str) or not name:
             raise ValueError(f"material name: must be a non-empty string, got {name!r}")
         if name in self._materials:
@@ -616,6 +627,7 @@ class ModelBuilder:
             ``kpp`` not finite and >= 0, or an unknown ``search`` or ``velocity``, or a
             ``skin`` not finite and >= 0.
         """
+        self._open("set_contacts")
         if velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
         self._velocity = velocity
@@ -667,6 +679,7 @@ class ModelBuilder:
             ``k`` not finite and >= 0, or an unknown ``material``; the message names the
             wall.
         """
+        self._open("add_wall")
         wid = len(self._walls)
         mat = -1
         if material is not None:
@@ -777,10 +790,14 @@ class ModelBuilder:
             raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
         if self._walls:
             ks = []
+            # a wall without k takes its replica's contact stiffness
+            wall_kpp = [self._kpp] * len(self._walls)
+            if self._replica_kpp is not None:
+                wall_kpp = np.repeat(self._replica_kpp, self._replica_walls).tolist()
             for wid, (_, _, k, _) in enumerate(self._walls):
                 if k is None and self._kpp is None and law is None:
                     raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
-                ks.append((self._kpp or 0.0) if k is None else k)
+                ks.append((wall_kpp[wid] or 0.0) if k is None else k)
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
             mats = [max(m, 0) for _, _, _, m in self._walls]
             forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats, first=first_wall, replica=replica))
@@ -812,21 +829,24 @@ class ModelBuilder:
         lo = w0 = 0
         for r, (n, nw) in enumerate(zip(self._replica_counts, self._replica_walls)):
             self._check_system(x[lo:lo + n], radius[lo:lo + n], contacts, range(w0, w0 + nw),
-                               f"replica {self._replica_names[r]}: ")  # fmt: skip
+                               f"replica {self._replica_names[r]}: ", first_wall=w0)  # fmt: skip
             lo += n
             w0 += nw
 
-    def _check_system(self, x, radius, contacts, walls, where) -> None:
+    def _check_system(self, x, radius, contacts, walls, where, first_wall=0) -> None:
+        """The checks of one system (a replica: its particles ``x``, its walls, named from
+        ``first_wall`` on as in its own builder)."""
         problem = None
         if contacts:
             problem = overlap_problem(x, radius, self._allow_overlap,
                                       "set_contacts(..., allow_initial_overlap=True)")  # fmt: skip
         for wid in walls:
             n, c, _, _ = self._walls[wid]
+            local = wid - first_wall
             if problem is None and not self._wall_overlap[wid]:
-                problem = wall_problem(n, c, x, radius, f"add_wall(..., allow_initial_overlap=True) for wall {wid}")
+                problem = wall_problem(n, c, x, radius, f"add_wall(..., allow_initial_overlap=True) for wall {local}")
                 if problem is not None:
-                    problem = (problem[0], f"wall {wid}: {problem[1]}")
+                    problem = (problem[0], f"wall {local}: {problem[1]}")
         if problem is not None:
             raise ValueError(where + problem[1])
 

@@ -210,8 +210,9 @@ def _fall_speed(model, x, gravity) -> float:
     return math.sqrt(2.0 * g * max(drop, 0.0))
 
 
-def _pairs_touching(x, radius, exclude):
-    """``(i, j, n_ij)`` of the pairs within ``(r_i + r_j)(1 + TOUCH_TOLERANCE)`` at the start."""
+def _pairs_touching(x, radius, exclude, replica=None):
+    """``(i, j, n_ij)`` of the pairs within ``(r_i + r_j)(1 + TOUCH_TOLERANCE)`` at the start
+    (within one replica, in a model of replicas: ``replica`` (N,))."""
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
     from scipy.spatial import cKDTree  # SciPy loads when a step is estimated, not on import
@@ -224,7 +225,19 @@ def _pairs_touching(x, radius, exclude):
     if exclude is not None and len(pairs):
         keys = np.minimum(pairs[:, 0], pairs[:, 1]) * len(x) + np.maximum(pairs[:, 0], pairs[:, 1])
         pairs = pairs[~np.isin(keys, exclude)]
+    if replica is not None and len(pairs):
+        pairs = pairs[replica[pairs[:, 0]] == replica[pairs[:, 1]]]
     return pairs
+
+
+def _meets(walls, n):
+    """(N, W) bool: whether particle ``i`` meets wall ``w`` (its replica's walls; all for
+    one system)."""
+    if not len(walls.first_host):
+        return np.ones((n, walls.count), dtype=bool)
+    w = np.arange(walls.count)[None, :]
+    rep = walls.replica_host[:, None]
+    return (w >= walls.first_host[rep]) & (w < walls.first_host[rep + 1])
 
 
 _SYM = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))  # the 6 entries of a symmetric 3x3 kept
@@ -319,7 +332,7 @@ def _law_limit(model, x, r, m, J, speed, assumed):
 
     T = np.zeros(n)
     R = np.zeros(n)
-    pairs = _pairs_touching(x, r, None)
+    pairs = _pairs_touching(x, r, None, model.replica)
     touched = np.zeros(n, dtype=bool)
     if len(pairs):
         i, j = pairs[:, 0], pairs[:, 1]
@@ -341,9 +354,10 @@ def _law_limit(model, x, r, m, J, speed, assumed):
     walls = model.force("walls")
     if walls is not None and walls.count:
         best_t, best_r = np.zeros(n), np.zeros(n)
+        meets = _meets(walls, n)
         for w in range(walls.count):
             nw, c = walls.planes_host[w, :3], walls.planes_host[w, 3]
-            initial = np.maximum(r - (x @ nw - c), 0.0)
+            initial = np.where(meets[:, w], np.maximum(r - (x @ nw - c), 0.0), 0.0)
             kn, kt, a, delta = stiff(mat * nm + law.wall_mat_host[w] % nm, r, m, initial)
             best_t = np.maximum(best_t, np.maximum(kn, kt))
             best_r = np.maximum(best_r, kt * ((r - delta) ** 2 + r * r + 0.5 * a * a))
@@ -440,7 +454,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     overlap_pp = 0.0
     if contacts is not None and contacts.kpp > 0:
         exclude = bond_keys if contacts.skip_bonded else None
-        pairs = _pairs_touching(x, r, exclude)
+        pairs = _pairs_touching(x, r, exclude, model.replica)
         initial = 0.0
         if len(pairs):
             d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
@@ -458,6 +472,8 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         wall_n = walls.planes_host[:, :3]
         wall_k = be.to_host(walls.k).astype(np.float64)
         depth = (x @ wall_n.T - walls.planes_host[:, 3]) / r[:, None] if n else np.ones((0, 1))
+        if n:  # in a model of replicas a particle meets its replica's walls only
+            depth = np.where(_meets(walls, n), depth, np.inf)
         initial = float((1.0 - depth).max()) if depth.size else 0.0
         overlap_w = max(CONTACT_OVERLAP, collision_overlap(float(wall_k.max()), float(m.max()), speed), initial)
         assumed["overlap_wall"] = float(overlap_w)

@@ -15,10 +15,13 @@ default), in consistent units of length, time and mass:
 ``broken``     (B,) int8    1 for each bond that has broken (B bonds; 0 = intact)
 ``released``   (B,)         energy each broken bond had when it broke [M L²/T²]
 ``wall_springs`` (N, W, 8)  springs of each particle's wall contacts (dissipative
-                            contact law only, else (0, 0, 8)); see ``docs/contacts.md``
+                            contact law only, else (0, 0, 8)); W the walls a particle
+                            meets (its replica's in a model of replicas); see
+                            ``docs/contacts.md``
 ``dissipated`` (N, 4)       energy each particle's contacts dissipated so far: normal
-                            damping, friction slip, rolling, twisting (each end of a
-                            pair books half) [M L²/T²] (dissipative law only, else (0, 4))
+                            damping, friction slip, rolling, twisting (a pair's is
+                            booked to its lower index, a wall contact's to its
+                            particle) [M L²/T²] (dissipative law only, else (0, 4))
 ``status``     (N,) int32   failure bits of each particle in the last block of steps
                             (0 = fine; see :mod:`kernels.layout`)
 =============  ===========  ==========================================================
@@ -79,7 +82,8 @@ class State:
     released : array, (B,)
         Energy each broken bond had when it broke [M L²/T²].
     wall_springs : array, (N, W, 8)
-        Springs of the wall contacts (dissipative law; else empty).
+        Springs of the wall contacts (dissipative law; else empty); W is the number of
+        walls a particle meets (in a model of replicas, those of its replica).
     dissipated : array, (N, 4)
         Energy each particle's contacts dissipated: normal damping, friction, rolling,
         twisting [M L²/T²] (dissipative law; else empty).

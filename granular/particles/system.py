@@ -64,8 +64,8 @@ def contact_data(model, state) -> dict:
     """Per-particle point data of the dissipative law: ``contacts`` (touching partners
     and walls), ``contact_force`` and ``contact_moment`` (the sum of the contact and wall
     forces and spatial moments on the particle, the springs as they stand, the damping
-    at the current velocities), and ``dissipated`` (the energy its contacts dissipated so
-    far, its share)."""
+    at the current velocities), and ``dissipated`` (the energy dissipated so far by its wall
+    contacts and by the pairs of which it is the lower index)."""
 
     be, xp = model.backend, model.backend.xp
     rows = be.to_host(model.diagnostics_rows(state))
