@@ -158,8 +158,12 @@ def test_bad_arguments():
         ens.run_ensemble(TOP, 3, {}, seed=0, chunk_size=0, steps=1)
     with pytest.raises(ens.EnsembleSpecError, match="seed must be"):
         ens.run_ensemble(TOP, 3, {}, seed=-1, steps=1)
-    with pytest.raises(ens.EnsembleSpecError, match="no \\[bodies\\] table"):
+    # a particle scene is an ensemble of replicas, which takes no pendula
+    with pytest.raises(ens.EnsembleSpecError, match="do not take pendula"):
         ens.run_ensemble(os.path.join(SCENES, "pendulum.toml"), 3, {}, seed=0, steps=1)
+    # the body spec itself still names the missing table
+    with pytest.raises(ens.EnsembleSpecError, match="no \\[bodies\\] table"):
+        ens.make_spec(os.path.join(SCENES, "pendulum.toml"), 3, {}, seed=0, steps=1)
 
 
 def test_cli_bad_vary_is_one_line_exit_2(capsys, tmp_path):

@@ -12,6 +12,7 @@ import time as _time
 import numpy as np
 
 from ..io._atomic import atomic_write, atomic_write_bytes
+from ..run.scene import load_scene
 from .chunk import (
     run_chunk,
 )
@@ -28,8 +29,6 @@ def make_any_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu"):
     """The spec of an ensemble of ``scene``: of bodies for a ``[bodies]`` scene
     (:func:`~granular.ensemble.spec.make_spec`), of replicas for a particle scene
     (:func:`~granular.ensemble.particles.make_particle_spec`)."""
-    from ..run.scene import load_scene
-
     source = "scene"
     if isinstance(scene, (str, os.PathLike)):
         source = str(scene)

@@ -51,6 +51,12 @@ import numpy as np
 
 from kernels.layout import DIAGNOSTICS
 
+from ..backend import get_backend
+from ..particles.integrators import ExplicitIntegrator
+from ..particles.model import ModelBuilder
+from ..particles.replicas import replica_diagnostics
+from ..resources import NEIGHBOR_CAPACITY, check_memory
+from ..run.scene import SceneError, parse_scene, scene_builder
 from .spec import EnsembleSpecError, _steps, parse_distribution, sample
 
 __all__ = ["ParticleSpec", "check_chunk_memory", "make_particle_spec", "parse_particle_vary", "replica_scene",
@@ -241,8 +247,6 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
     """Validate the arguments against the particle scene ``scene``; the
     :class:`ParticleSpec` of the run (one replica is built now, so a bad value fails
     before any chunk runs)."""
-    from ..run.scene import SceneError
-
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise EnsembleSpecError(f"n must be a positive integer (got {n!r})")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -261,8 +265,6 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
         columns += [_column(v, c) for c in _components(v.name, v.index, _width(scene, v))]
     spec = ParticleSpec(scene.model_dump(mode="json", exclude_unset=True), vs, int(seed), int(n), dt, n_steps,
                         max(1, int(every)), backend, source, columns)  # fmt: skip
-    from ..run.scene import scene_builder
-
     try:  # replica 0 whole: its scene, its placement
         b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")
         spec.particles = b.particle_count
@@ -276,8 +278,6 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
 
 def _values(spec: ParticleSpec, idx) -> dict:
     """``{column: (m,) float64}``: the sampled values of the replicas ``idx``."""
-    from ..run.scene import parse_scene
-
     scene = parse_scene(spec.scene, spec.source)
     out = {}
     for j, v in enumerate(spec.vary):
@@ -290,8 +290,6 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
     """The scene of replica ``i``: the base scene with its sampled values (``values`` from
     :func:`_values` and the replica's ``row`` in it, else sampled now; ``base``: the base
     scene parsed, else parsed now)."""
-    from ..run.scene import parse_scene
-
     if values is None:
         values, row = _values(spec, np.array([i])), 0
     if base is None:
@@ -318,9 +316,6 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
 def check_chunk_memory(spec: ParticleSpec, replicas: int, backend=None) -> None:
     """:class:`~granular.resources.ResourceError` when a model of ``replicas`` replicas
     (replica 0's size each) does not fit in the host's or the device's memory."""
-    from ..backend import get_backend
-    from ..resources import NEIGHBOR_CAPACITY, check_memory
-
     scene = spec.scene
     capacity = NEIGHBOR_CAPACITY if scene.get("contacts") or scene.get("materials") else 0
     be = backend or get_backend(spec.backend)
@@ -337,12 +332,6 @@ def _energy(d) -> np.ndarray:
 def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None) -> dict:
     """Run replicas ``start..stop-1`` as one model of replicas; their summary table
     (module docstring). ``progress(k)`` is called with the steps done."""
-    from ..backend import get_backend
-    from ..particles.integrators import ExplicitIntegrator
-    from ..particles.model import ModelBuilder
-    from ..particles.replicas import replica_diagnostics
-    from ..run.scene import parse_scene, scene_builder
-
     idx = np.arange(start, stop, dtype=np.int64)
     be = get_backend(spec.backend)
     check_chunk_memory(spec, len(idx), be)

@@ -26,6 +26,7 @@ import numpy as np
 
 from kernels.layout import DIAGNOSTICS
 
+from .analysis import _configuration
 from .model import ModelBuilder
 
 __all__ = ["replica_diagnostics", "replicate"]
@@ -75,8 +76,6 @@ def replica_diagnostics(model, state) -> dict:
     """
     if model.replica is None:
         raise ValueError("replica_diagnostics: the model has no replicas (build it with ModelBuilder.replicas)")
-    from .analysis import _configuration
-
     model.bind_springs(state)
     cfg = _configuration(model, state)
     rows = model.diagnostics_rows(cfg)
