@@ -32,3 +32,14 @@ def gpu_backend():
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261122)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A local Dask cluster of two worker processes (skipped without dask.distributed)."""
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

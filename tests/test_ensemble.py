@@ -191,16 +191,6 @@ def test_cli_writes_table_and_histograms(tmp_path, capsys):
 # ----------------------------------------------------------------- Dask
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 def test_dask_two_workers_identical_to_in_process(dask_client):
     local = ens.run_ensemble(TOP, 30, TOP_VARY, seed=9, chunk_size=30, steps=20)
     dist = ens.run_ensemble(TOP, 30, TOP_VARY, seed=9, chunk_size=4, steps=20, client=dask_client)

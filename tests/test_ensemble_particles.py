@@ -148,16 +148,6 @@ def test_a_bad_replica_fails_before_running(scene_file, tmp_path, capsys):
     assert not (tmp_path / "bad" / "summaries.npz").exists()
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 def test_dask_identical_to_in_process(scene_file, dask_client):
     local = ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=6)
     same_table(local, ens.run_ensemble(scene_file, 6, VARY, seed=1, chunk_size=2, client=dask_client))

@@ -57,7 +57,7 @@ from ..particles.model import ModelBuilder
 from ..particles.replicas import replica_diagnostics
 from ..resources import NEIGHBOR_CAPACITY, check_memory
 from ..run.scene import SceneError, parse_scene, scene_builder
-from .spec import EnsembleSpecError, _steps, parse_distribution, sample
+from .spec import EnsembleSpecError, _steps, parse_distribution, sample, vary_items
 
 __all__ = ["ParticleSpec", "check_chunk_memory", "make_particle_spec", "parse_particle_vary", "replica_scene",
            "run_particle_chunk"]
@@ -135,13 +135,7 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
     """``vary`` (a dict ``FIELD -> DISTRIBUTION`` or ``["FIELD=DIST", ...]``) checked
     against ``scene`` (a :class:`~granular.run.scene.Scene`): the list of
     :class:`ParticleVary`; :class:`EnsembleSpecError` naming the field otherwise."""
-    items = list(vary.items()) if isinstance(vary, dict) else []
-    if not isinstance(vary, dict):
-        for text in vary or []:
-            if "=" not in str(text):
-                raise EnsembleSpecError(f"--vary {text!r}: expected FIELD=DISTRIBUTION")
-            f, s = str(text).split("=", 1)
-            items.append((f.strip(), s.strip()))
+    items = vary_items(vary)
     out, seen = [], set()
     names = {g.name: k for k, g in enumerate(scene.particles) if g.name}
     for name, text in items:
@@ -192,19 +186,14 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             width = WALL_KEYS[key]
         elif table == "contacts":
             width = 0
-        elif table == "materials":
-            if item not in scene.materials:
-                raise _field_error(name, f"no material {item!r}; materials: {sorted(scene.materials)}")
-            if key not in MATERIAL_KEYS:
-                raise _field_error(name, f"{key!r} cannot be varied for a material; allowed: "
-                                         f"{', '.join(MATERIAL_KEYS)}")  # fmt: skip
-            width = 0
-        else:
-            if item not in scene.bond_families:
-                raise _field_error(name, f"no bond family {item!r}; families: {sorted(scene.bond_families)}")
-            if key not in FAMILY_KEYS:
-                raise _field_error(name, f"{key!r} cannot be varied for a bond family; allowed: "
-                                         f"{', '.join(FAMILY_KEYS)}")  # fmt: skip
+        else:  # a named entry of [materials] or [bond_families]
+            entries, keys, what, plural = ((scene.materials, MATERIAL_KEYS, "material", "materials")
+                                           if table == "materials" else
+                                           (scene.bond_families, FAMILY_KEYS, "bond family", "families"))  # fmt: skip
+            if item not in entries:
+                raise _field_error(name, f"no {what} {item!r}; {plural}: {sorted(entries)}")
+            if key not in keys:
+                raise _field_error(name, f"{key!r} cannot be varied for a {what}; allowed: {', '.join(keys)}")
             width = 0
         _components(name, index, width)
         dist = parse_distribution(name, text)

@@ -91,18 +91,24 @@ def parse_field(name: str) -> tuple[str, tuple]:
     return m.group(1), tuple(int(x) for x in re.findall(r"\d+", m.group(2)))
 
 
+def vary_items(vary) -> list[tuple]:
+    """``vary`` (a dict ``field -> spec`` or a list of ``"FIELD=SPEC"`` strings) as a list of
+    ``(field, spec)`` in the given order; :class:`EnsembleSpecError` for a string without ``=``."""
+    if isinstance(vary, dict):
+        return list(vary.items())
+    items = []
+    for text in vary or []:
+        if "=" not in str(text):
+            raise EnsembleSpecError(f"--vary {text!r}: expected FIELD=DISTRIBUTION; allowed forms: {_FORMS}")
+        f, s = str(text).split("=", 1)
+        items.append((f.strip(), s.strip()))
+    return items
+
+
 def parse_vary(vary) -> list[Vary]:
     """``vary``: dict ``field -> spec`` (a string or a :class:`Distribution`) or a list of
     ``"FIELD=SPEC"`` strings -> list of :class:`Vary` in the given order."""
-    items = []
-    if isinstance(vary, dict):
-        items = list(vary.items())
-    else:
-        for text in vary or []:
-            if "=" not in str(text):
-                raise EnsembleSpecError(f"--vary {text!r}: expected FIELD=DISTRIBUTION; allowed forms: {_FORMS}")
-            f, s = str(text).split("=", 1)
-            items.append((f.strip(), s.strip()))
+    items = vary_items(vary)
     out, seen = [], set()
     for name, spec in items:
         key, index = parse_field(name)
