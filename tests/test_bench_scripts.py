@@ -10,6 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+from granular.benchmark import paired_cost
+from granular.particles.shapes import block_impact_builder
 from granular.timing import machine, time_blocks, time_steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,7 +22,7 @@ SCRIPTS = {
     "bench_livens.py": BODY_ARGS,
     "bench_nontwisting.py": BODY_ARGS,
     "bench_integrator.py": ["--backend", "cpu", "--sizes", "8", "--min-time", "0.01"],
-    "bench_impact.py": ["--backend", "cpu", "--workload", "block", "--n", "3", "--min-time", "0.01"],
+    "bench_impact.py": ["--backend", "cpu", "--workload", "block,block-friction", "--n", "3", "--min-time", "0.01"],
     "bench_particle_ensemble.py": ["--backend", "cpu", "--n", "3", "--time", "0.02", "--loop", "1"],
 }
 
@@ -38,6 +40,18 @@ def test_a_benchmark_script_runs_and_writes_its_rows(script, tmp_path):
     for row in data["results"]:
         rate = row.get("rate", row.get("particle_steps_per_s", row.get("particle_steps_s")))
         assert rate is None or (np.isfinite(rate) and rate > 0), row
+        if row.get("workload") == "block-friction":  # the cost relative to the plain block, from paired windows
+            lo, hi = row["cost_vs_block_range"]
+            assert 0 < lo <= row["cost_vs_block"] <= hi < np.inf, row
+
+
+def test_paired_cost_advances_both_runs_through_the_same_windows():
+    plain = block_impact_builder(3, gap=0.05).finalize("cpu")
+    friction = block_impact_builder(3, gap=0.05, friction=True).finalize("cpu")
+    r = paired_cost(plain, friction, 1e-3, min_time=0.0, rounds=3, warmup=5)
+    assert r["rounds"] == 3 and r["steps_per_window"] == 16
+    assert r["steps"] == [5 + 16 + 3 * 16] * 2  # warm-up, the sizing probe, three windows each
+    assert 0 < r["min"] <= r["median"] <= r["max"] < np.inf
 
 
 def test_time_steps_excludes_the_warm_up_and_grows_the_calls():
