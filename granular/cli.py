@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     # dispatched in main() before this parser; listed here for `granular -h`
-    sub.add_parser("ensemble", help="a [bodies] scene over N sampled bodies (granular ensemble -h)", add_help=False)
+    sub.add_parser("ensemble", help="a scene over N sampled bodies or particle-scene replicas (granular ensemble -h)",
+                   add_help=False)
 
     bench = sub.add_parser("bench", help="throughput of the particle engine (block impact, Hertz spheres, torus)")
 

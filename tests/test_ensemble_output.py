@@ -198,3 +198,34 @@ def test_progress_lines_count_steps_and_chunks_and_are_throttled():
     silent.start([])
     now[0] = 100.0
     silent.stepper(0, 25)(10)  # no stream: nothing to print, no error
+
+
+def test_progress_as_json_lines(capsys):
+    from granular.ensemble import Progress
+
+    now = [0.0]
+    p = Progress(100, 1000, 4, stream=None, first=2.0, every=10.0, clock=lambda: now[0], log_json=True)
+    p.start([(0, 25)])
+    now[0] = 2.5
+    p.stepper(25, 50)(400)
+    (line,) = capsys.readouterr().out.splitlines()
+    e = json.loads(line)
+    assert e == {"event": "progress", "unit": "body-steps", "done": 35000, "total": 100000, "chunks_done": 1,
+                 "chunks": 4, "rate": 4000.0, "eta_s": 16.25}  # fmt: skip
+
+
+def test_ensemble_log_json_prints_start_and_end_events_only_on_stdout(tmp_path, capsys):
+    from granular.ensemble import main as ensemble_main
+
+    out = tmp_path / "ens"
+    rc = ensemble_main([os.path.join(ROOT, "scenes", "livens_heavy_top.toml"), "--n", "6", "--chunk", "3",
+                        "--vary", "omega[2]=normal(135.6,1.0)", "--steps", "4", "--out", str(out), "--quiet",
+                        "--log-json"])  # fmt: skip
+    assert rc == 0
+    captured = capsys.readouterr()
+    events = [json.loads(line) for line in captured.out.splitlines()]
+    assert [e["event"] for e in events if e["event"] != "progress"] == ["start", "end"], events
+    start, end = events[0], events[-1]
+    assert start["n"] == 6 and start["chunks"] == 2 and start["chunks_done"] == 0 and start["kind"] == "bodies"
+    assert end["n"] == 6 and end["steps"] == 4 and end["out"] == str(out) and end["wall_time_s"] > 0
+    assert captured.err == ""

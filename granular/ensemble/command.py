@@ -4,6 +4,7 @@ ordinary ``[bodies]`` scene for ParaView."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -73,7 +74,15 @@ def _parser():
     p.add_argument("--resume", action="store_true",
                    help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--log-json", action="store_true",
+                   help="JSON-lines events on stdout (start, progress, end), for scripts (also with --quiet)")
     return p
+
+
+def _event(name, **fields) -> None:
+    """One JSON-lines event on stdout (``--log-json``)."""
+    print(json.dumps({"event": name, **fields}, default=lambda o: o.item() if hasattr(o, "item") else str(o)),
+          flush=True)
 
 
 def _sigterm_as_interrupt():
@@ -192,7 +201,11 @@ def main(argv=None) -> int:
                                        dashboard_address=None)  # fmt: skip
                 client = Client(cluster)
         progress = Progress(args.n, spec.steps, len(chunk_bounds(args.n, args.chunk)),
-                            stream=None if args.quiet else sys.stderr, unit="replica" if particles else "body")  # fmt: skip
+                            stream=None if (args.quiet or args.log_json) else sys.stderr,
+                            unit="replica" if particles else "body", log_json=args.log_json)  # fmt: skip
+        if args.log_json:
+            _event("start", out=out, n=args.n, steps=spec.steps, chunks=len(chunk_bounds(args.n, args.chunk)),
+                   chunks_done=len(store.done()), kind="particle replicas" if particles else "bodies")  # fmt: skip
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
                              client=client, steps=args.steps, time=args.time, retries=args.retries,
                              store=store, progress=progress)  # fmt: skip
@@ -242,7 +255,9 @@ def main(argv=None) -> int:
             status = run_subsample(scene, spec, idx, sub, args)
         if status != 0:
             return status
-    if not args.quiet:
+    if args.log_json:
+        _event("end", out=out, **{k: v for k, v in meta.items() if k != "versions"})
+    if not (args.quiet or args.log_json):
         what, unit = ("replicas", "replica") if particles else ("bodies", "body")
         rate = meta[f"{unit}_steps_per_s"] or 0.0
         print(f"granular ensemble: {scene.name}: {args.n} {what} x {spec.steps} steps in {wall:.3g} s "

@@ -134,12 +134,14 @@ class Progress:
     """Progress lines of an ensemble on ``stream`` (None: silent): the share of
     body-steps done, the rate and the time left, the first after ``first`` seconds and
     then at most every ``every`` seconds, from the steps inside a chunk (in-process runs)
-    and from finished chunks (Dask)."""
+    and from finished chunks (Dask). With ``log_json`` the same as JSON lines on stdout
+    (``{"event": "progress", ...}``, as ``granular run --log-json`` prints)."""
 
     def __init__(self, n, steps, chunks, stream=sys.stderr, first=2.0, every=10.0, clock=_time.monotonic,
-                 unit="body"):  # fmt: skip
+                 unit="body", log_json=False):  # fmt: skip
         self.total, self.steps, self.chunks, self.stream = n * steps, steps, chunks, stream
         self.unit = unit
+        self.log_json = bool(log_json)
         self.first, self.every, self.clock = first, every, clock
         self.done = self.chunks_done = 0
         self.resumed = 0
@@ -167,18 +169,31 @@ class Progress:
         self._maybe_print(self.done)
         return part
 
-    def line(self, done) -> str:
+    def _rate(self, done) -> float:
         elapsed = self.clock() - self.t0
-        rate = (done - self.resumed) / elapsed if elapsed > 0 else 0.0
+        return (done - self.resumed) / elapsed if elapsed > 0 else 0.0
+
+    def line(self, done) -> str:
+        rate = self._rate(done)
         left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 else ""
         return (f"granular ensemble: {100.0 * done / max(self.total, 1):.0f} % ({done:,} of {self.total:,} "
                 f"{self.unit}-steps; {self.chunks_done} of {self.chunks} chunks done), {rate:,.0f} "
                 f"{self.unit}-steps/s{left}")  # fmt: skip
 
+    def record(self, done) -> dict:
+        """The progress event: ``done`` and ``total`` in unit-steps, chunks, rate, time left."""
+        rate = self._rate(done)
+        return {"event": "progress", "unit": f"{self.unit}-steps", "done": done, "total": self.total,
+                "chunks_done": self.chunks_done, "chunks": self.chunks, "rate": rate,
+                "eta_s": (self.total - done) / rate if rate > 0 else None}  # fmt: skip
+
     def _maybe_print(self, done) -> None:
-        if self.stream is None or self.clock() < self.next or done >= self.total:
+        if (self.stream is None and not self.log_json) or self.clock() < self.next or done >= self.total:
             return
-        print(self.line(done), file=self.stream, flush=True)
+        if self.log_json:
+            print(json.dumps(self.record(done)), flush=True)
+        else:
+            print(self.line(done), file=self.stream, flush=True)
         self.next = self.clock() + self.every
 
 
