@@ -108,20 +108,21 @@ def bytes_per_step(model) -> int:
             # the dissipative law: the velocities it sees (vp, wp: written by the advance,
             # read by the contact passes), the dissipated-energy ledger and the wall
             # springs read and written; a one-byte flag per listed slot (live, and got
-            # for the slots of the per-pair pass); per contact holding springs, its
-            # springs read and written at each end, and each end's slot written and read
+            # for the slots of the per-pair pass). Per contact holding springs (``held``
+            # counts its two ends): each end reads and writes its own copy of the springs;
+            # with the per-pair pass the lower end reads one copy and writes both, and
+            # each end's result slot is written and read back
             width = nl.hist.shape[2] * f
             walls = model.force("walls")
-            if walls is None:
-                n_walls = 0
-            elif walls.first_host.size:  # replicas: a particle meets its own replica's walls
-                n_walls = int(np.diff(walls.first_host).max())
-            else:
-                n_walls = len(walls.planes_host)
+            n_walls = 0 if walls is None else walls.per_particle
             held = int(model.backend.to_host(nl.live).sum())
+            pair_pass = nl.res.shape[0] > 0
             total += n * 12 * f
-            forces += n * (12 * f + 2 * 4 * f + 2 * n_walls * width) + rows * (2 if nl.res.shape[0] else 1)
-            forces += held * 2 * width + (held * 2 * CONTACT_SLOT * f if nl.res.shape[0] else 0)
+            forces += n * (12 * f + 2 * 4 * f + 2 * n_walls * width) + rows * (2 if pair_pass else 1)
+            if pair_pass:
+                forces += held // 2 * 3 * width + held * 2 * CONTACT_SLOT * f
+            else:
+                forces += held * 2 * width
     return int(total + forces)
 
 
@@ -243,8 +244,9 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
 def paired_cost(model_a, model_b, h, min_time=1.0, rounds=7, warmup=60, graphs=True) -> dict:
     """Cost per step of ``model_b`` relative to ``model_a``, from interleaved windows.
 
-    Both are warmed up ``warmup`` steps, then advanced ``rounds`` times by the same number
-    of steps each, alternately (A then B, then B then A, ...), so that both cover the same
+    Both are warmed up ``warmup`` steps (then 16 more to size the windows, and one
+    untimed window each), then advanced ``rounds`` times by the same number of steps each,
+    alternately (A then B, then B then A, ...), so that both cover the same
     stretches of their trajectories and a slow spell of a shared machine falls on both.
     Returns the median, smallest and largest ratio of the rounds' times (B over A), the
     steps per window (a window lasts about ``min_time / rounds`` seconds of B) and each
@@ -266,9 +268,11 @@ def paired_cost(model_a, model_b, h, min_time=1.0, rounds=7, warmup=60, graphs=T
         be.synchronize()
         return time.perf_counter() - t0
 
-    probe = window(1, 16) / 16  # B's cost per step, to size the windows (B's run is 16 steps ahead)
-    window(0, 16)
+    probe = window(1, 16) / 16  # B's cost per step, to size the windows
+    window(0, 16)  # A level with B again
     steps = max(16, int(min_time / rounds / max(probe, 1e-9)))
+    window(0, steps)  # untimed: a first block of this length (on a GPU, its graphs captured)
+    window(1, steps)
     ratios = []
     for r in range(rounds):
         if r % 2 == 0:
@@ -369,16 +373,16 @@ def run_bench(args) -> int:
         cases = []
         for dtype in precisions:
             if "torus" in workloads:
-                cases.append(("torus", lambda: torus_builder(), 5e-4, dtype))
+                cases.append(("torus", lambda: torus_builder(), 5e-4, dtype, None))
             for n in _ints(args.n):
                 if "block" in workloads:
-                    cases.append(("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype))
+                    cases.append(("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype, n))
                 if "block-friction" in workloads:
                     cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
-                                  dtype))  # fmt: skip
+                                  dtype, n))  # fmt: skip
             if "spheres" in workloads:
-                cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype) for n in _ints(args.spheres)]
-        for label, build, h, dtype in cases:
+                cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
+        for label, build, h, dtype, edge in cases:
             model = build().finalize(be, dtype=np.dtype(dtype))
             r = measure(model, h, args.min_time, label=label, graphs=not args.eager)
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
@@ -387,9 +391,9 @@ def run_bench(args) -> int:
             if label == "block-friction" and "block" in workloads:
                 # the ratio from interleaved windows of both runs: one row each, measured
                 # minutes apart, can differ by tens of per cent on a shared machine
-                n = round(r["N"] ** (1.0 / 3.0))
-                pair = paired_cost(block_impact_builder(n, gap=0.05).finalize(be, dtype=np.dtype(dtype)),
-                                   block_impact_builder(n, gap=0.05, friction=True).finalize(be, dtype=np.dtype(dtype)),
+                del model  # its memory, before two more of these are built
+                pair = paired_cost(block_impact_builder(edge, gap=0.05).finalize(be, dtype=np.dtype(dtype)),
+                                   block_impact_builder(edge, gap=0.05, friction=True).finalize(be, dtype=np.dtype(dtype)),
                                    h, args.min_time, graphs=not args.eager)  # fmt: skip
                 r["cost_vs_block"] = pair["median"]
                 r["cost_vs_block_range"] = [pair["min"], pair["max"]]

@@ -97,6 +97,9 @@ _parallel = njit(parallel=True, cache=True, nogil=True, _nrt=False, error_model=
 def _prefetch(typingctx, arr, i, p):
     """Ask the CPU to bring the cache line of ``arr[i, p, 0]`` (a 3-D array) into its
     caches, for writing: ``llvm.prefetch``, a hint with no effect on any value."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 3 and isinstance(i, types.Integer)
+            and isinstance(p, types.Integer)):  # fmt: skip
+        return None
 
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
@@ -117,13 +120,14 @@ def _prefetch(typingctx, arr, i, p):
 @_jit
 def _prefetch_slots(k, pairs, contacts):
     """Prefetch row ``k``'s contact slots that the coming pass will touch: with ``pairs``
-    (the per-pair pass) the springs and result slots of the contacts that held springs at
-    the last step, else (the force pass) the result slots the per-pair pass filled.
-    Their lines are scattered over (N, capacity, 8) arrays much larger than the caches:
-    fetched on demand, each costs a memory latency (about 60 ns a slot at N = 64000)."""
+    (the per-pair pass) the springs and result slots of ``k``'s own pairs (partners
+    ``j > k``) that held springs at the last step, else (the force pass) the result slots
+    the per-pair pass filled. Their lines are scattered over (N, capacity, 8) arrays
+    (one 64-byte line a float64 slot) much larger than the caches: fetched on demand,
+    each is a memory miss (about 60 ns of a two-thread pass per slot at N = 64000)."""
     for p in range(min(contacts.count[k], contacts.nbr.shape[1])):
         if pairs:
-            if contacts.live[k, p] != 0:
+            if contacts.nbr[k, p] > k and contacts.live[k, p] != 0:
                 _prefetch(contacts.hist, k, p)
                 _prefetch(contacts.res, k, p)
         elif contacts.got[k, p] != 0:

@@ -45,12 +45,46 @@ def test_a_benchmark_script_runs_and_writes_its_rows(script, tmp_path):
             assert 0 < lo <= row["cost_vs_block"] <= hi < np.inf, row
 
 
-def test_paired_cost_advances_both_runs_through_the_same_windows():
+def test_paired_cost_times_both_runs_over_the_same_interleaved_windows(monkeypatch):
+    """With a fake clock and integrator (run B costs twice as much per step as run A):
+    the ratio is B over A exactly, both runs advance through the same step counts, and
+    the timed windows alternate A-B, B-A, ..."""
+    from types import SimpleNamespace
+
+    from granular import benchmark
+
+    clock, log = [0.0], []
+
+    class Integrator:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def advance(self, model, state, h, steps):
+            clock[0] += model.cost * steps
+            state.step += steps
+            log.append((model.name, steps))
+
+    be = SimpleNamespace(synchronize=lambda: None)
+    monkeypatch.setattr(benchmark, "ExplicitIntegrator", Integrator)
+    monkeypatch.setattr(benchmark, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    a = SimpleNamespace(name="A", cost=1e-3, backend=be, state=lambda: SimpleNamespace(step=0))
+    b = SimpleNamespace(name="B", cost=2e-3, backend=be, state=lambda: SimpleNamespace(step=0))
+    r = benchmark.paired_cost(a, b, 1e-3, min_time=0.7, rounds=4, warmup=5)
+    assert [r["min"], r["median"], r["max"]] == pytest.approx([2.0] * 3, rel=1e-9) and r["rounds"] == 4
+    w = r["steps_per_window"]
+    assert w == int(0.7 / 4 / 2e-3)  # a window lasts min_time / rounds of B
+    assert [m for m, _ in log[6:]] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    for name in "AB":
+        assert [k for m, k in log if m == name] == [5, 16, w] + [w] * 4
+    assert r["steps"] == [5 + 16 + 5 * w] * 2
+
+
+def test_paired_cost_of_the_blocks_runs():
     plain = block_impact_builder(3, gap=0.05).finalize("cpu")
     friction = block_impact_builder(3, gap=0.05, friction=True).finalize("cpu")
     r = paired_cost(plain, friction, 1e-3, min_time=0.0, rounds=3, warmup=5)
     assert r["rounds"] == 3 and r["steps_per_window"] == 16
-    assert r["steps"] == [5 + 16 + 3 * 16] * 2  # warm-up, the sizing probe, three windows each
+    assert r["steps"] == [5 + 16 + 4 * 16] * 2  # warm-up, the sizing probe, one untimed and three timed windows
     assert 0 < r["min"] <= r["median"] <= r["max"] < np.inf
 
 

@@ -229,3 +229,9 @@ def test_ensemble_log_json_prints_start_and_end_events_only_on_stdout(tmp_path, 
     assert start["n"] == 6 and start["chunks"] == 2 and start["chunks_done"] == 0 and start["kind"] == "bodies"
     assert end["n"] == 6 and end["steps"] == 4 and end["out"] == str(out) and end["wall_time_s"] > 0
     assert captured.err == ""
+    rc = ensemble_main([os.path.join(ROOT, "scenes", "livens_heavy_top.toml"), "--n", "6", "--chunk", "3", "--vary",
+                        "omega[2]=normal(135.6,1.0)", "--steps", "4", "--out", str(out), "--resume", "--quiet",
+                        "--log-json"])  # fmt: skip
+    assert rc == 0
+    (line,) = capsys.readouterr().out.splitlines()  # finished already: only the end event
+    assert json.loads(line) == {"event": "end", "out": str(out), "n": 6, "nothing_to_do": True}

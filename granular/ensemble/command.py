@@ -171,6 +171,8 @@ def main(argv=None) -> int:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2
     if store is None:
+        if args.log_json:
+            _event("end", out=out, n=args.n, nothing_to_do=True)
         if not args.quiet:
             print(f"granular ensemble: the ensemble in {out} is finished; nothing to do", file=sys.stderr)
         return 0

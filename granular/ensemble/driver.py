@@ -191,7 +191,8 @@ class Progress:
         if (self.stream is None and not self.log_json) or self.clock() < self.next or done >= self.total:
             return
         if self.log_json:
-            print(json.dumps(self.record(done)), flush=True)
+            print(json.dumps(self.record(done), default=lambda o: o.item() if hasattr(o, "item") else str(o)),
+                  flush=True)  # fmt: skip
         else:
             print(self.line(done), file=self.stream, flush=True)
         self.next = self.clock() + self.every

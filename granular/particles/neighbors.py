@@ -106,10 +106,11 @@ class NeighborList:
         self.members = xp.zeros((self.buckets, self.depth), dtype=np.int32)
         rows = self.n if self.history else 0
         width = self.capacity if self.history else 1
-        self.hist = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        # a float64 slot of springs is then exactly one cache line, as a result slot is
+        self.hist = _aligned_zeros(xp, (rows, width, HISTORY), self.dtype)
         self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
-        self.hist_old = xp.zeros((rows, width, HISTORY), dtype=self.dtype)
+        self.hist_old = _aligned_zeros(xp, (rows, width, HISTORY), self.dtype)
         # the per-pair pass's slots (kernels.interactions.granular_pair_body), where the
         # backend evaluates each pair once (PER_CONTACT_PASS); empty: each end evaluates
         pairs = rows if self.backend.kernels.PER_CONTACT_PASS else 0
