@@ -53,6 +53,12 @@ def bytes_per_item(dtype) -> dict:
     three times (state and copies), the end indices and the CSR (four int64) and the
     broken flags (three); on the host: the builder's lists and the finalize step's sort
     keys (about 130 bytes).
+    With the dissipative contact law (``history``), per particle the velocities it sees
+    (``vp``, ``wp``: 12 floats) and the dissipated-energy ledger with its saved copy (8
+    floats), and per listed slot the springs (8 floats) three times (the list's, the
+    rebuild's old copy, the block loop's saved copy), their flags and the old and saved
+    neighbour ids (3 and 8 bytes), and on the CPU the per-pair pass's result slot (8
+    floats and a flag).
     """
     f = np.dtype(dtype).itemsize
     return {
@@ -61,15 +67,22 @@ def bytes_per_item(dtype) -> dict:
         "bond_device": (16 + 9 + 5 + 3) * f + 4 * 8 + 3,
         "bond_host": 130,
         "slot_device": 4,
+        "particle_history": 20 * f,
+        "slot_history": 3 * 8 * f + 3 + 8,
+        "slot_pair_pass": 8 * f + 1,
     }
 
 
-def memory_needed(n, bonds, capacity, dtype, backend_name, simulated=False) -> dict:
+def memory_needed(n, bonds, capacity, dtype, backend_name, simulated=False, history=False) -> dict:
     """``{"host": bytes, "device": bytes}`` for ``n`` particles, ``bonds`` bonds and a
-    neighbour list of ``capacity`` slots per particle (0 without contacts). On the CPU
-    backend (and under the CUDA simulator) everything is host memory and ``device`` is 0."""
+    neighbour list of ``capacity`` slots per particle (0 without contacts); ``history``:
+    the dissipative contact law, with its springs per slot. On the CPU backend (and under
+    the CUDA simulator) everything is host memory and ``device`` is 0."""
     b = bytes_per_item(dtype)
     dev = n * (b["particle_device"] + capacity * b["slot_device"]) + bonds * b["bond_device"]
+    if history:
+        per_slot = b["slot_history"] + (b["slot_pair_pass"] if backend_name == "cpu" else 0)
+        dev += n * (b["particle_history"] + capacity * per_slot)
     host = HOST_BASELINE + n * b["particle_host"] + bonds * b["bond_host"]
     if backend_name == "gpu" and not simulated:
         return {"host": int(host), "device": int(dev + DEVICE_BASELINE)}
@@ -143,11 +156,11 @@ def _gb(x) -> str:
     return f"{x / 1e9:.3g} GB"
 
 
-def check_memory(n, bonds, capacity, dtype, backend, what="the scene") -> dict:
+def check_memory(n, bonds, capacity, dtype, backend, what="the scene", history=False) -> dict:
     """Raise :class:`ResourceError` when ``memory_needed`` exceeds what is available on
     the host or the device; returns ``{"needed": ..., "available": ...}`` otherwise."""
     sim = bool(getattr(backend, "simulated", False))
-    need = memory_needed(n, bonds, capacity, dtype, backend.name, sim)
+    need = memory_needed(n, bonds, capacity, dtype, backend.name, sim, history)
     host, source = host_memory_available()
     dev = device_memory_available(backend)
     size = f"{n:,} particles, {bonds:,} bonds, {np.dtype(dtype).name}"

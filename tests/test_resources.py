@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from granular import cli, resources
+from granular.benchmark import model_bytes
+from granular.particles.integrators import ExplicitIntegrator
+from granular.particles.shapes import block_impact_builder
 from granular.resources import ResourceError, bytes_per_item, check_memory, memory_needed
 from granular.run import command
 
@@ -132,3 +135,23 @@ def test_a_bodies_run_without_disk_room_is_refused_before_it_starts(tmp_path, mo
     err = capsys.readouterr().err
     assert code == 2 and "needs about" in err and "of disk" in err and "bodies" in err
     assert not (out / "series.csv").exists()
+
+
+def test_the_dissipative_law_memory_is_counted():
+    """The springs, their copies and the per-pair slots of the dissipative law: the
+    estimate matches what the friction block holds beyond the plain one (the model, the
+    state, the step loop's saved copies), within 10 %."""
+    held = []
+    for friction in (False, True):
+        model = block_impact_builder(6, gap=0.05, friction=friction).finalize("cpu")
+        state = model.state()
+        ExplicitIntegrator("verlet").advance(model, state, 1e-3, 2)
+        saved = state._engine._saved_law or {}
+        held.append(model_bytes(model, state) + sum(a.nbytes for a in saved.values()))
+    cap = model.force("contacts").neighbors.capacity
+    extra = [memory_needed(model.n, model.n_bonds, cap, np.float64, "cpu", history=h)["host"] for h in (False, True)]
+    assert extra[1] - extra[0] == pytest.approx(held[1] - held[0], rel=0.1)
+    # on a GPU each end evaluates its pairs: no per-pair slots
+    gpu = [memory_needed(model.n, model.n_bonds, cap, np.float64, "gpu", history=h)["device"] for h in (False, True)]
+    slots = model.n * cap * bytes_per_item(np.float64)["slot_pair_pass"]
+    assert gpu[1] - gpu[0] == extra[1] - extra[0] - slots

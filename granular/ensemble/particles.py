@@ -310,7 +310,7 @@ def check_chunk_memory(spec: ParticleSpec, replicas: int, backend=None) -> None:
     be = backend or get_backend(spec.backend)
     check_memory(spec.particles * replicas, spec.bonds * replicas, capacity,
                  scene.get("run", {}).get("precision", "float64"), be,
-                 what=f"a chunk of {replicas:,} replicas")  # fmt: skip
+                 what=f"a chunk of {replicas:,} replicas", history=bool(scene.get("materials")))  # fmt: skip
 
 
 def _energy(d) -> np.ndarray:

@@ -570,6 +570,6 @@ def _lattice_bonds(scene) -> int:
 def _check_memory(scene, n, bonds, backend, dtype, source) -> None:
     capacity = NEIGHBOR_CAPACITY if scene.contacts is not None and scene.contacts.search == "cells" else 0
     try:
-        check_memory(n, bonds, capacity, dtype, backend, what=source)
+        check_memory(n, bonds, capacity, dtype, backend, what=source, history=bool(scene.materials))
     except ResourceError as exc:
         raise SceneError([("particles", str(exc))], source) from None
