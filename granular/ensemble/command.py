@@ -4,7 +4,6 @@ ordinary ``[bodies]`` scene for ParaView."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -17,6 +16,7 @@ import numpy as np
 from ..provenance import versions
 from ..resources import ResourceError
 from ..run.command import run_scene
+from ..run.progress import json_event
 from ..run.scene import SceneError, load_scene
 from .driver import (
     Progress,
@@ -77,12 +77,6 @@ def _parser():
     p.add_argument("--log-json", action="store_true",
                    help="JSON-lines events on stdout (start, progress, end), for scripts (also with --quiet)")
     return p
-
-
-def _event(name, **fields) -> None:
-    """One JSON-lines event on stdout (``--log-json``)."""
-    print(json.dumps({"event": name, **fields}, default=lambda o: o.item() if hasattr(o, "item") else str(o)),
-          flush=True)
 
 
 def _sigterm_as_interrupt():
@@ -172,7 +166,7 @@ def main(argv=None) -> int:
         return 2
     if store is None:
         if args.log_json:
-            _event("end", out=out, n=args.n, nothing_to_do=True)
+            json_event("end", out=out, n=args.n, nothing_to_do=True)
         if not args.quiet:
             print(f"granular ensemble: the ensemble in {out} is finished; nothing to do", file=sys.stderr)
         return 0
@@ -206,7 +200,7 @@ def main(argv=None) -> int:
                             stream=None if (args.quiet or args.log_json) else sys.stderr,
                             unit="replica" if particles else "body", log_json=args.log_json)  # fmt: skip
         if args.log_json:
-            _event("start", out=out, n=args.n, steps=spec.steps, chunks=len(chunk_bounds(args.n, args.chunk)),
+            json_event("start", out=out, n=args.n, steps=spec.steps, chunks=len(chunk_bounds(args.n, args.chunk)),
                    chunks_done=len(store.done()), kind="particle replicas" if particles else "bodies")  # fmt: skip
         table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
                              client=client, steps=args.steps, time=args.time, retries=args.retries,
@@ -258,7 +252,7 @@ def main(argv=None) -> int:
         if status != 0:
             return status
     if args.log_json:
-        _event("end", out=out, **{k: v for k, v in meta.items() if k != "versions"})
+        json_event("end", out=out, **{k: v for k, v in meta.items() if k != "versions"})
     if not (args.quiet or args.log_json):
         what, unit = ("replicas", "replica") if particles else ("bodies", "body")
         rate = meta[f"{unit}_steps_per_s"] or 0.0

@@ -12,6 +12,7 @@ import time as _time
 import numpy as np
 
 from ..io._atomic import atomic_write, atomic_write_bytes
+from ..run.progress import json_event
 from ..run.scene import load_scene
 from .chunk import (
     run_chunk,
@@ -181,9 +182,10 @@ class Progress:
                 f"{self.unit}-steps/s{left}")  # fmt: skip
 
     def record(self, done) -> dict:
-        """The progress event: ``done`` and ``total`` in unit-steps, chunks, rate, time left."""
+        """The fields of a progress event: ``done`` and ``total`` in unit-steps, chunks,
+        rate, time left."""
         rate = self._rate(done)
-        return {"event": "progress", "unit": f"{self.unit}-steps", "done": done, "total": self.total,
+        return {"unit": f"{self.unit}-steps", "done": done, "total": self.total,
                 "chunks_done": self.chunks_done, "chunks": self.chunks, "rate": rate,
                 "eta_s": (self.total - done) / rate if rate > 0 else None}  # fmt: skip
 
@@ -191,8 +193,7 @@ class Progress:
         if (self.stream is None and not self.log_json) or self.clock() < self.next or done >= self.total:
             return
         if self.log_json:
-            print(json.dumps(self.record(done), default=lambda o: o.item() if hasattr(o, "item") else str(o)),
-                  flush=True)  # fmt: skip
+            json_event("progress", **self.record(done))
         else:
             print(self.line(done), file=self.stream, flush=True)
         self.next = self.clock() + self.every

@@ -61,6 +61,13 @@ def long_run_refused(total, dt, args) -> str | None:
     return f"{text}. Give --allow-long-run to start it anyway, or a shorter --time or --steps"
 
 
+def json_event(name, **fields) -> None:
+    """One JSON-lines event ``{"event": name, **fields}`` on stdout (``--log-json`` of
+    ``granular run`` and ``granular ensemble``); NumPy numbers are written as numbers."""
+    print(json.dumps({"event": name, **fields}, default=lambda o: o.item() if hasattr(o, "item") else str(o)),
+          file=sys.stdout, flush=True)  # fmt: skip
+
+
 class Progress:
     """Progress bar on stderr (steps/s and ETA), or JSON lines with ``log_json``.
 
@@ -80,7 +87,7 @@ class Progress:
 
     def event(self, kind, **fields):
         if self.log_json:
-            print(json.dumps({"event": kind, **fields}), file=sys.stdout, flush=True)
+            json_event(kind, **fields)
 
     def update(self, step, t, first_step):
         now = time.perf_counter()
@@ -136,4 +143,5 @@ class Chunker:
             self.rate = rate if self.rate is None else 0.5 * (self.rate + rate)
 
 
-__all__ = ["ASSUMED_RATE", "Chunker", "LONG_RUN_STEPS", "MAX_STEPS", "Progress", "format_duration", "long_run_refused"]
+__all__ = ["ASSUMED_RATE", "Chunker", "LONG_RUN_STEPS", "MAX_STEPS", "Progress", "format_duration", "json_event",
+           "long_run_refused"]
