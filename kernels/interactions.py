@@ -278,6 +278,24 @@ def build(jit, base):
         return ma * nmat + mb
 
     @jit
+    def load_springs(a, i, p):
+        """The HISTORY-tuple of springs ``a[i, p]`` (``ξ, ψ, φ, δ_old``)."""
+        return (a[i, p, 0], a[i, p, 1], a[i, p, 2], a[i, p, 3], a[i, p, 4], a[i, p, 5], a[i, p, 6],
+                a[i, p, 7])  # fmt: skip
+
+    @jit
+    def store_springs(a, i, p, r):
+        """Store the updated springs of a law's result ``r`` (its entries 9-16) in ``a[i, p]``."""
+        a[i, p, 0] = r[9]
+        a[i, p, 1] = r[10]
+        a[i, p, 2] = r[11]
+        a[i, p, 3] = r[12]
+        a[i, p, 4] = r[13]
+        a[i, p, 5] = r[14]
+        a[i, p, 6] = r[15]
+        a[i, p, 7] = r[16]
+
+    @jit
     def body_values(k, dyn, par, contacts):
         """What the dissipative law reads of particle ``k``: position, radius, mass, the
         velocities ``vp``, ``wp`` the force pass sees (the dashpots', then the drift
@@ -354,12 +372,10 @@ def build(jit, base):
                 continue
             if bonds.skip_contacts and bonded(i, j, bonds):
                 continue
-            s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
-                 hist[i, p, 6], hist[i, p, 7])  # fmt: skip
+            s = load_springs(hist, i, p)
             if apart:  # the contact opened in this step: its springs' energy is dissipated
                 row = pair_row(mat_i, contacts.mat[j], contacts.nmat)
-                rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
-                                       s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
+                rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR], s)
                 if i < j:
                     df += rel[0]
                     dr += rel[1]
@@ -392,14 +408,7 @@ def build(jit, base):
                 dr += r[20]
                 dt += r[21]
             if update:
-                hist[i, p, 0] = r[9]
-                hist[i, p, 1] = r[10]
-                hist[i, p, 2] = r[11]
-                hist[i, p, 3] = r[12]
-                hist[i, p, 4] = r[13]
-                hist[i, p, 5] = r[14]
-                hist[i, p, 6] = r[15]
-                hist[i, p, 7] = r[16]
+                store_springs(hist, i, p, r)
                 live[i, p] = 1 if r[16] != z else 0
         return (a[0] + a[1], a[2] + a[3], a[4] + a[5], a[6] + a[7], a[8] + a[9], a[10] + a[11],
                 u, dn, df, dr, dt, touching)  # fmt: skip
@@ -449,12 +458,10 @@ def build(jit, base):
                     if m == i:
                         q = k
                     break
-            s = (hist[i, p, 0], hist[i, p, 1], hist[i, p, 2], hist[i, p, 3], hist[i, p, 4], hist[i, p, 5],
-                 hist[i, p, 6], hist[i, p, 7])  # fmt: skip
+            s = load_springs(hist, i, p)
             if apart:  # the contact opened in this step: its springs' energy is dissipated
                 row = pair_row(mat_i, contacts.mat[j], contacts.nmat)
-                rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR],
-                                       s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])  # fmt: skip
+                rel = granular_release(T, me[3] * radius[j] / (me[3] + radius[j]), contacts.pair[row, PAIR_GSTAR], s)
                 df += rel[0]
                 dr += rel[1]
                 dt += rel[2]
@@ -473,14 +480,7 @@ def build(jit, base):
             dr += r[20]
             dt += r[21]
             held = 1 if r[16] != z else 0
-            hist[i, p, 0] = r[9]
-            hist[i, p, 1] = r[10]
-            hist[i, p, 2] = r[11]
-            hist[i, p, 3] = r[12]
-            hist[i, p, 4] = r[13]
-            hist[i, p, 5] = r[14]
-            hist[i, p, 6] = r[15]
-            hist[i, p, 7] = r[16]
+            store_springs(hist, i, p, r)
             live[i, p] = held
             res[i, p, 0] = r[0]
             res[i, p, 1] = r[1]
@@ -490,14 +490,7 @@ def build(jit, base):
             res[i, p, 5] = r[5]
             got[i, p] = 1
             if q >= 0:
-                hist[j, q, 0] = r[9]
-                hist[j, q, 1] = r[10]
-                hist[j, q, 2] = r[11]
-                hist[j, q, 3] = r[12]
-                hist[j, q, 4] = r[13]
-                hist[j, q, 5] = r[14]
-                hist[j, q, 6] = r[15]
-                hist[j, q, 7] = r[16]
+                store_springs(hist, j, q, r)
                 live[j, q] = held
                 res[j, q, 0] = -r[0]
                 res[j, q, 1] = -r[1]
@@ -569,9 +562,7 @@ def build(jit, base):
             if not (delta > z):
                 if update and whist[i, k, 7] != z:  # the contact opened: its springs' energy is dissipated
                     row = pair_row(contacts.mat[i], walls.mat[w], contacts.nmat)
-                    rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], whist[i, k, 0], whist[i, k, 1],
-                                           whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
-                                           whist[i, k, 6], whist[i, k, 7])  # fmt: skip
+                    rel = granular_release(T, me[3], par_[row, PAIR_GSTAR], load_springs(whist, i, k))
                     df += rel[0]
                     dr += rel[1]
                     dt += rel[2]
@@ -582,8 +573,7 @@ def build(jit, base):
             row = pair_row(contacts.mat[i], walls.mat[w], contacts.nmat)
             params = (par_[row, PAIR_ESTAR], par_[row, PAIR_GSTAR], par_[row, PAIR_DAMP_N], par_[row, PAIR_DAMP_T],
                       par_[row, PAIR_MU], par_[row, PAIR_MU_ROLL], par_[row, PAIR_MU_TWIST])  # fmt: skip
-            springs = (whist[i, k, 0], whist[i, k, 1], whist[i, k, 2], whist[i, k, 3], whist[i, k, 4], whist[i, k, 5],
-                       whist[i, k, 6], whist[i, k, 7])  # fmt: skip
+            springs = load_springs(whist, i, k)
             r = granular_contact(T, (n1, n2, n3, delta, dist, z, me[3], me[4]),
                                  (me[5], me[6], me[7], me[8], me[9], me[10], z, z, z),
                                  (me[11], me[12], me[13], me[14], me[15], me[16], z, z, z), params, springs, h)
@@ -599,14 +589,7 @@ def build(jit, base):
             dr += r[20]
             dt += r[21]
             if update:
-                whist[i, k, 0] = r[9]
-                whist[i, k, 1] = r[10]
-                whist[i, k, 2] = r[11]
-                whist[i, k, 3] = r[12]
-                whist[i, k, 4] = r[13]
-                whist[i, k, 5] = r[14]
-                whist[i, k, 6] = r[15]
-                whist[i, k, 7] = r[16]
+                store_springs(whist, i, k, r)
         return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u, dn, df, dr, dt, touching
 
     @jit

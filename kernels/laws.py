@@ -445,12 +445,14 @@ def granular_energy(T, delta, rstar, estar, gstar, s1, s2, s3, r1, r2, r3, tw):
                               + T(0.5) * rstar * delta * tw * tw)  # fmt: skip
 
 
-def granular_release(T, rstar, gstar, s1, s2, s3, r1, r2, r3, tw, delta_old):
-    """Energies ``(U_ξ, U_ψ, U_φ)`` the tangential, rolling and twisting springs held at
-    the last step (overlap ``delta_old``) of a contact that has opened: the springs are
+def granular_release(T, rstar, gstar, springs):
+    """Energies ``(U_ξ, U_ψ, U_φ)`` the tangential, rolling and twisting springs
+    ``springs = (ξ, ψ, φ, δ_old)`` (a HISTORY-tuple) held at the last step (overlap
+    ``δ_old``) of a contact that has opened: the springs are
     released, so this energy is booked as dissipated by friction, rolling and twisting
     (after a slip the spring balances the dashpot as well as the slider, and keeps
     ``η_t² |v_t|² / 2 k_t`` however small the overlap: it does not vanish by itself)."""
+    s1, s2, s3, r1, r2, r3, tw, delta_old = springs
     kt = T(8.0) * gstar * math.sqrt(rstar * delta_old)
     return (T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3), T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3),
             T(0.25) * kt * rstar * delta_old * tw * tw)  # fmt: skip
