@@ -320,3 +320,49 @@ def test_graph_capture_and_replay_logic_without_a_gpu():
     keys = set(p._graphs)
     assert ("tail",) in keys and any(k[0] == "head" for k in keys)
     assert all(k[1] & (k[1] - 1) == 0 for k in keys if k[0] == "steps")  # powers of two
+
+
+def test_program_stream_waits_for_host_work_after_a_regrow():
+    """On a real GPU the program's launches go to a non-blocking stream, which is not
+    ordered after the default stream where a regrow allocates and copies the rows and
+    springs: after every such host work the program's stream must wait for it before its
+    next launch (a stand-in stream logs the order)."""
+    from kernels import cpu
+    from kernels.program import Program
+
+    log = []
+
+    class Logged(_RecordingKernels):
+        def __getattr__(self, name):
+            fn = super().__getattr__(name)
+            if name in ("set_stream", "to_device") or not callable(fn):
+                return fn
+            return lambda *a: (log.append("launch"), fn(*a))
+
+    class LoggedStream(_Stream):
+        def wait_event(self, event):
+            log.append("wait")
+
+    model = converging_cloud(gr.get_backend("cpu"))
+    nl = model.force("contacts").neighbors
+    nl.resize(capacity=4, depth=2)  # small, to outgrow inside blocks
+    allocate = nl._allocate
+
+    def logged_allocate(*args, **kw):
+        log.append("host")
+        return allocate(*args, **kw)
+
+    nl._allocate = logged_allocate
+    s = model.state()
+    integ = gr.ExplicitIntegrator("verlet", max_block=32)
+    eng = integ.engine(model, s)
+    kern = Logged(cpu)
+    eng.report = eng.report.view(_DeviceReport)
+    eng.program = Program(kern, eng._bundles(), eng.report, stream=LoggedStream(kern), graphs=False, launch_stream=0)
+    eng.program._default_stream_event = lambda: "event"
+    integ.advance(model, s, 1e-2, 90)
+    assert eng.regrows >= 1 and log.count("host") >= 1
+    for k, what in enumerate(log):
+        if what == "host":
+            rest = log[k + 1 :]
+            assert "wait" in rest and ("launch" not in rest or rest.index("wait") < rest.index("launch")), k

@@ -154,12 +154,16 @@ class NeighborList:
             self._bundles = (contacts, grid)
         return self._bundles
 
+    def outgrown(self, report) -> bool:
+        """Whether a build that wrote ``report`` outgrew the arrays."""
+        return int(report[REPORT_NEIGHBORS]) > self.capacity or int(report[REPORT_BUCKET]) > self.depth
+
     def overflowed(self, report) -> bool:
         """Whether a build that wrote ``report`` outgrew the arrays; if so they are
         grown (to 1.5× the largest row or bucket found) and must be built again."""
-        rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
-        if rows <= self.capacity and fill <= self.depth:
+        if not self.outgrown(report):
             return False
+        rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
         capacity = max(self.capacity, int(math.ceil(1.5 * rows)) + 1) if rows > self.capacity else self.capacity
         depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
         # the rows and springs as they were before the build that overflowed

@@ -134,7 +134,10 @@ class ParticleEngine:
 
     def _check_binding(self) -> None:
         """Rebind the kernels if the state's arrays were replaced or the neighbour list
-        regrew; forget the displacement budget if the list was rebuilt elsewhere."""
+        regrew; forget the displacement budget if the list was rebuilt elsewhere. The
+        program's stream then waits for what the host queued on the default stream (a
+        host build, a regrow's allocations and copies): on a real GPU the two streams
+        are not ordered otherwise."""
         self.model.bind_springs(self.state)
         arrays = self._arrays()
         if any(a is not b for a, b in zip(arrays, self._bound)):
@@ -146,6 +149,7 @@ class ParticleEngine:
         if self._nl("version") != self._version:
             self._version = self._nl("version")
             self._d2 = None
+        self.program.wait_for_host_work()
 
     # ------------------------------------------------------------------- stepping
 
@@ -165,7 +169,6 @@ class ParticleEngine:
         (bonds past their thresholds break here)."""
         st = self.state
         self._check_binding()
-        self.program.wait_for_host_work()
         if st.forces_valid:
             return
         if self.neighbors is not None and not self.neighbors.valid:
@@ -193,8 +196,9 @@ class ParticleEngine:
             self.program.block(count, scheme, h, rebuild)
             rep = self.program.read_report()
             self.blocks += 1
-            if rebuild and self.neighbors is not None and self.neighbors.overflowed(rep):
-                self.program.restore()
+            if rebuild and self.neighbors is not None and self.neighbors.outgrown(rep):
+                self.program.restore()  # on the program's stream, before the regrow's host work
+                self.neighbors.overflowed(rep)
                 self.regrows += 1
                 self._check_binding()
                 continue
