@@ -126,23 +126,63 @@ def bytes_per_step(model) -> int:
     return int(total + forces)
 
 
+#: ``cudaDevAttrMemoryClockRate`` [kHz] and ``cudaDevAttrGlobalMemoryBusWidth`` [bits]:
+#: CUDA 13 removed the first from the device properties, the attribute remains.
+CUDA_ATTR_MEMORY_CLOCK, CUDA_ATTR_BUS_WIDTH = 36, 37
+
+
+def nominal_bandwidth(properties: dict, attribute) -> float | None:
+    """Nominal memory bandwidth [bytes/s] of a device, ``2 × clock × bus width`` (double
+    data rate): the clock and the bus width from the device ``properties`` or, where they
+    lack them (CUDA 13), from ``attribute(code)`` (``cudaDeviceGetAttribute``); ``None``
+    if neither gives them."""
+
+    def get(key, code):
+        value = properties.get(key)
+        if not value:
+            try:
+                value = attribute(code)
+            except Exception:  # an attribute this driver does not know
+                value = None
+        return value
+
+    clock_khz = get("memoryClockRate", CUDA_ATTR_MEMORY_CLOCK)
+    bus_bits = get("memoryBusWidth", CUDA_ATTR_BUS_WIDTH)
+    if not clock_khz or not bus_bits:
+        return None
+    return 2.0 * clock_khz * 1e3 * bus_bits / 8.0
+
+
+def _copy_rate(xp, synchronize, nbytes=2**28, repeats=5) -> float:
+    """Best rate [bytes/s] of a copy of ``nbytes`` between two arrays of ``xp`` (bytes read
+    plus bytes written)."""
+    a = xp.ones(nbytes // 8)
+    b = xp.empty_like(a)
+    b[...] = a  # first touch
+    synchronize()
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        b[...] = a
+        synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * a.nbytes / best
+
+
 def peak_bandwidth(backend) -> tuple[float, str]:
-    """Peak memory bandwidth [bytes/s] and how it was obtained."""
+    """Peak memory bandwidth [bytes/s] and how it was obtained: on a GPU the nominal
+    figure of the device (:func:`nominal_bandwidth`), else a measured copy on the GPU;
+    on the CPU a measured copy of 256 MB on one thread."""
     if backend.name == "gpu" and not backend.simulated:
         import cupy
 
-        p = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        clock_khz, bus_bits = p.get("memoryClockRate"), p.get("memoryBusWidth")
-        if clock_khz and bus_bits:
-            return 2.0 * clock_khz * 1e3 * bus_bits / 8.0, "memory clock x bus width (device properties)"
-    a = np.ones(2**25)
-    b = np.empty_like(a)
-    best = math.inf
-    for _ in range(5):
-        t0 = time.perf_counter()
-        np.copyto(b, a)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * a.nbytes / best, "measured copy of 256 MB (one thread)"
+        dev = cupy.cuda.Device().id
+        nominal = nominal_bandwidth(cupy.cuda.runtime.getDeviceProperties(dev),
+                                    lambda code: cupy.cuda.runtime.deviceGetAttribute(code, dev))  # fmt: skip
+        if nominal:
+            return nominal, "memory clock x bus width (device attributes)"
+        return _copy_rate(cupy, backend.synchronize, 2**30), "measured device copy of 1 GiB"
+    return _copy_rate(np, lambda: None), "measured copy of 256 MB (one thread)"
 
 
 def model_bytes(model, state) -> int:

@@ -54,6 +54,24 @@ def kernel_arguments(dtype):
         "grid_clear": (K._grid_clear_kernel, (a["grid"],)),
         "grid_bin": (K._grid_bin_kernel, (s.x, a["grid"])),
         "grid_build": (K._grid_build_kernel, (s.x, m.radius, a["contacts"], a["grid"], report)),
+        "keep": (K._keep_kernel, (a["contacts"],)),
+        "velocities": (K._velocities_kernel, (dyn,)),
+    } | friction_arguments(dtype)
+
+
+def friction_arguments(dtype):
+    """The kernels whose argument types differ in a run with ``[materials]`` (the wall
+    springs); the other kernels see the same types as without."""
+    m = gr.shapes.block_impact_builder(3, gap=0.05, friction=True).finalize("cpu", dtype=dtype)
+    s = m.state()
+    m.bind_springs(s)
+    a = m.kernel_args()
+    dyn = m.dynamics(s, step=True)
+    h = np.dtype(dtype).type(1e-3)
+    fam = (a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+    return {
+        "friction_advance": (K._advance_kernel, (1, h, dyn, a["par"], a["contacts"], s.status)),
+        "friction_forces": (K._forces_kernel, (True, 1, h, dyn, *fam, s.status)),
     }
 
 

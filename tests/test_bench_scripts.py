@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from granular.benchmark import paired_cost
+from granular.benchmark import CUDA_ATTR_BUS_WIDTH, CUDA_ATTR_MEMORY_CLOCK, nominal_bandwidth, paired_cost
 from granular.particles.shapes import block_impact_builder
 from granular.timing import machine, time_blocks, time_steps
 
@@ -100,3 +100,19 @@ def test_time_steps_excludes_the_warm_up_and_grows_the_calls():
 def test_machine_names_the_versions():
     m = machine(devices=["cpu"])
     assert m["devices"] == ["cpu"] and "numpy" in m["versions"] and m["numba_threads"] >= 1
+
+
+def test_nominal_bandwidth_from_properties_or_cuda13_attributes():
+    """An H100 SXM: 2619 MHz HBM3 on a 5120-bit bus is 3.35 TB/s, whether the clock comes
+    from the device properties (CUDA 12) or only from the attribute (CUDA 13 removed
+    ``memoryClockRate`` from the properties); nothing known gives ``None``."""
+    attrs = {CUDA_ATTR_MEMORY_CLOCK: 2619000, CUDA_ATTR_BUS_WIDTH: 5120}
+    h100 = 2.0 * 2619e6 * 5120 / 8
+    assert nominal_bandwidth({"memoryClockRate": 2619000, "memoryBusWidth": 5120}, lambda c: 0) == h100
+    assert nominal_bandwidth({"memoryBusWidth": 5120}, attrs.__getitem__) == h100
+    assert nominal_bandwidth({}, attrs.__getitem__) == h100
+
+    def unknown(code):
+        raise RuntimeError("cudaErrorInvalidValue")
+
+    assert nominal_bandwidth({"memoryBusWidth": 5120}, unknown) is None

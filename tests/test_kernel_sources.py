@@ -67,7 +67,8 @@ def test_every_cuda_kernel_compiles_to_ptx_and_float32_is_single_precision():
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     names = {r["kernel"] for r in rows}
-    assert {"advance", "forces", "report", "grid_build", "diagnostics"} <= names
+    assert {"advance", "forces", "report", "grid_build", "diagnostics", "keep", "velocities", "friction_advance",
+            "friction_forces"} <= names  # fmt: skip
     assert len(rows) == 2 * len(names)
     for r in rows:
         if r["dtype"] == "float64":
