@@ -117,7 +117,8 @@ def test_failure_in_a_block_is_the_step_by_step_failure(build, error, particle, 
         with pytest.raises(error) as got:
             gr.ExplicitIntegrator("exact", max_block=block).advance(model, s2, h, 200)
         assert str(got.value) == str(ref.value)
-        assert (got.value.step, got.value.particle, got.value.value) == (ref.value.step, ref.value.particle, ref.value.value)
+        assert (got.value.step, got.value.particle) == (ref.value.step, ref.value.particle)
+        np.testing.assert_equal(got.value.value, ref.value.value)  # NaN equals NaN here
         assert_same(snapshot(model, s2), ref_state)
         assert 1 < ref_state["step"] < 64  # the failure is in the middle of the first block
 

@@ -112,8 +112,9 @@ def test_nan_is_reported_with_particle_and_state_kept(backend):
     xp = model.backend.xp
     state.v[2, 1] = xp.nan
     x_before = model.backend.to_host(state.x).copy()
-    with pytest.raises(gr.NonFiniteError, match="particle 2"):
+    with pytest.raises(gr.NonFiniteError, match=r"particle 2: x = \[") as exc:
         integ.step(model, state, 0.01)
+    assert np.isnan(exc.value.value) and exc.value.step == 2 and exc.value.particle == 2
     np.testing.assert_array_equal(model.backend.to_host(state.x), x_before)
     assert state.step == 1
 
@@ -122,8 +123,14 @@ def test_nan_orientation_is_reported():
     model = free_spinner("cpu", [0.0, 0.0, 1.0], n=3)
     state = model.state()
     state.q[1, 0] = np.nan
-    with pytest.raises(gr.NonFiniteError, match="particle 1"):
+    with pytest.raises(gr.NonFiniteError, match=r"particle 1: q = \[") as exc:
         gr.ExplicitIntegrator("exact").step(model, state, 0.01)
+    assert np.isnan(exc.value.value)
+    state.q[1, 0] = 1.0
+    state.v[1, 2] = np.inf  # the step carries it into the position: the first field named
+    with pytest.raises(gr.NonFiniteError, match=r"particle 1: x = \[") as exc:
+        gr.ExplicitIntegrator("exact").step(model, state, 0.01)
+    assert exc.value.value == np.inf
 
 
 @pytest.mark.parametrize("h", [0.0, -1e-3, float("nan"), float("inf"), "big"])

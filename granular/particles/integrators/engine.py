@@ -299,9 +299,12 @@ class ParticleEngine:
 
     def _failure(self, scheme, h):
         """Restore the state saved before the step and describe what failed."""
+        model, st = self.model, self.state
+        bits = model.backend.to_host(st.status)
+        bad = np.flatnonzero(bits & BIT_NOT_FINITE)
+        culprit = self._non_finite_entry(int(bad[0])) if bad.size else None  # before the restore
         self.program.restore()
         self.program.read_report()  # waits for the restore
-        model, st = self.model, self.state
         bits = model.backend.to_host(st.status)
         name = SCHEME_NAMES[scheme]
         h = float(h)
@@ -321,10 +324,23 @@ class ParticleEngine:
                 f"({domain.size} particle(s) affected). The state is unchanged; reduce h.",
                 step=st.step + 1, particle=i, value=float(rho[i]),
             )  # fmt: skip
-        bad = np.flatnonzero(bits & BIT_NOT_FINITE)
         i = int(bad[0]) if bad.size else -1
+        name, row, value = culprit if culprit is not None else ("state", None, math.nan)
+        seen = f": {name} = {np.array2string(row, precision=6)}" if row is not None else ""
         return NonFiniteError(
-            f"{where}: a NaN or infinity appeared in the state or forces of particle {i} "
+            f"{where}: a NaN or infinity appeared in the state or forces of particle {i}{seen} "
             f"({bad.size} particle(s) affected). The state is unchanged.",
-            step=st.step + 1, particle=i,
+            step=st.step + 1, particle=i, value=value,
         )  # fmt: skip
+
+    def _non_finite_entry(self, i: int):
+        """``(name, row, value)``: the first of particle ``i``'s position, velocity,
+        orientation, angular velocity, force and moment that is not finite, as the failed
+        step left it, and its first non-finite component; ``None`` if all are finite."""
+        st, be = self.state, self.model.backend
+        for name in ("x", "v", "q", "omega", "F", "RM"):
+            row = be.to_host(getattr(st, name)[i])
+            off = np.flatnonzero(~np.isfinite(row))
+            if off.size:
+                return name, row, float(row[off[0]])
+        return None
