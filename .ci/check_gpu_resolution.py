@@ -1,7 +1,8 @@
-"""Check a ``pip install --dry-run --report`` of the ``gpu`` extra: the resolved stack
-must be one numba-cuda can compile kernels with (NumPy below 2.5 for numba-cuda <= 0.30).
+"""Check a ``pip install --dry-run --report`` of a GPU extra (``gpu``: CuPy for CUDA 12,
+``gpu-cu13``: for CUDA 13): the resolved stack must be one numba-cuda can compile kernels
+with (NumPy below 2.5 for numba-cuda <= 0.30).
 
-    python .ci/check_gpu_resolution.py REPORT.json
+    python .ci/check_gpu_resolution.py REPORT.json [cupy-cuda12x|cupy-cuda13x]
 """
 
 import json
@@ -12,20 +13,22 @@ def version(v: str) -> tuple:
     return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
 
 
-def main(path: str) -> int:
+def main(path: str, cupy: str = "cupy-cuda12x") -> int:
     with open(path) as fh:
         report = json.load(fh)
     got = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in report["install"]}
-    missing = [p for p in ("numpy", "numba", "numba-cuda", "cupy-cuda12x") if p not in got]
+    stack = ("numpy", "numba", "numba-cuda", cupy)
+    missing = [p for p in stack if p not in got]
     if missing:
-        print(f"gpu extra: {missing} not in the resolution: {sorted(got)}")
+        print(f"GPU extra with {cupy}: {missing} not in the resolution: {sorted(got)}")
         return 1
     if version(got["numba-cuda"]) <= (0, 30) and version(got["numpy"]) >= (2, 5):
-        print(f"gpu extra resolves to numba-cuda {got['numba-cuda']} with NumPy {got['numpy']}: no kernel compiles")
+        print(f"GPU extra with {cupy} resolves to numba-cuda {got['numba-cuda']} with NumPy {got['numpy']}: "
+              "no kernel compiles")  # fmt: skip
         return 1
-    print("gpu extra resolves to a working stack:", {k: got[k] for k in ("numpy", "numba", "numba-cuda", "cupy-cuda12x")})
+    print(f"GPU extra with {cupy} resolves to a working stack:", {k: got[k] for k in stack})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))
