@@ -140,3 +140,28 @@ def test_a_numba_cuda_that_cannot_compile_is_named_with_the_cause():
     ok, why = _compiles_in_subprocess("import numpy\ndel numpy.row_stack")
     assert not ok
     assert "row_stack" in why and "NumPy" in why and "pip install 'granular[gpu]'" in why
+
+
+def test_a_gpu_whose_numba_cuda_cannot_compile(monkeypatch):
+    """A GPU that CuPy sees but numba-cuda cannot compile for: ``auto`` falls back to the
+    CPU with a warning that names the cause, ``gpu`` is an error that names it (a
+    stand-in CuPy with one device; the compile probe reports the NumPy 2.5 failure)."""
+    import types
+
+    from numba import cuda
+
+    import granular.backend as B
+
+    why = "numba-cuda 0.30.4 cannot compile a kernel with NumPy 2.5 (module 'numpy' has no attribute 'row_stack')"
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDeviceProperties=lambda i: {"name": b"NVIDIA H100"})
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=0)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(B, "cuda_simulator_enabled", lambda: False)
+    monkeypatch.setattr(B, "numba_cuda_compiles", lambda: (False, why))
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    found, what = B.gpu_probe()
+    assert not found and "NVIDIA H100" in what and "row_stack" in what
+    with pytest.warns(RuntimeWarning, match="backend 'auto' uses the CPU: CuPy found NVIDIA H100.*row_stack"):
+        assert B.get_backend.__wrapped__("auto").name == "cpu"
+    with pytest.raises(gr.BackendError, match="no CUDA GPU is usable: CuPy found NVIDIA H100.*row_stack"):
+        B.get_backend.__wrapped__("gpu")

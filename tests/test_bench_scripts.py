@@ -116,3 +116,27 @@ def test_nominal_bandwidth_from_properties_or_cuda13_attributes():
         raise RuntimeError("cudaErrorInvalidValue")
 
     assert nominal_bandwidth({"memoryBusWidth": 5120}, unknown) is None
+
+
+def test_granular_bench_spheres_and_torus_rows(tmp_path):
+    """``granular bench`` with the contact-only spheres workload and the torus (the
+    in-process torus row and the timed ``granular run`` of the scene, output included):
+    every column of a row, the device's name and bandwidth in the JSON."""
+    from granular import benchmark
+
+    path = tmp_path / "bench.json"
+    args = ["--backend", "cpu", "--workload", "spheres,torus", "--spheres", "343", "--min-time", "0.05",
+            "--json", str(path)]  # fmt: skip
+    assert benchmark.main(args) == 0
+    data = json.loads(path.read_text())
+    rows = {r["workload"]: r for r in data["results"]}
+    assert set(rows) == {"spheres", "torus", "torus-run"}
+    for name in ("spheres", "torus"):
+        r = rows[name]
+        for key in ("ms_per_step", "particle_steps_per_s", "bytes_per_step", "bandwidth_GBs", "bandwidth_fraction",
+                    "rebuilds_per_1000_steps", "host_ms_per_step", "device_ms_per_step", "memory_MB", "device"):  # fmt: skip
+            assert key in r, (name, key)
+        assert r["ms_per_step"] > 0 and 0 < r["bandwidth_fraction"] and r["memory_MB"] > 0
+    assert rows["spheres"]["N"] == 343 and rows["torus"]["N"] == 80
+    assert rows["torus-run"]["N"] == 80 and rows["torus-run"]["steps_per_s"] > 0
+    assert data["meta"]["devices"]["cpu"]["peak_bandwidth_GBs"] > 0

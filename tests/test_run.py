@@ -166,3 +166,28 @@ def test_overwrite_of_a_folder_holding_only_hidden_files(tmp_path):
     scene = os.path.join(ROOT, "scenes", "sphere_drop.toml")
     assert cli.main(["run", scene, "--out", str(out), "--overwrite", "--steps", "3", "--quiet"]) == 0
     assert (out / "series.csv").is_file()
+
+
+@pytest.mark.parametrize("how", ["scene", "flag", "neither"])
+def test_eager_switch_reaches_the_integrator(tmp_path, monkeypatch, how):
+    """``[run] graphs = false`` and ``granular run --eager`` both give an integrator that
+    launches every kernel (no CUDA graphs); without either it replays graphs."""
+    from granular.run import command
+
+    seen = []
+    real = command.Simulation
+
+    def recording(*args, **kw):
+        sim = real(*args, **kw)
+        seen.append(sim.integrator.graphs)
+        return sim
+
+    monkeypatch.setattr(command, "Simulation", recording)
+    text = open(os.path.join(ROOT, "scenes", "sphere_drop.toml")).read()
+    if how == "scene":
+        text = text.replace("[run]\n", "[run]\ngraphs = false\n", 1)
+    scene = tmp_path / "drop.toml"
+    scene.write_text(text)
+    args = ["run", str(scene), "--out", str(tmp_path / "o"), "--steps", "3", "--quiet"]
+    assert cli.main(args + (["--eager"] if how == "flag" else [])) == 0
+    assert seen == [how == "neither"]
