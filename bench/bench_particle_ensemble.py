@@ -4,9 +4,10 @@ particles each) run as replicas in one system, against the same impacts run one 
     python bench/bench_particle_ensemble.py [--n 10 100 1000] [--time 5.0] [--backend cpu]
                                             [--loop 3] [--chunk 1000] [--json FILE]
 
-For each N: :func:`granular.ensemble.run_ensemble` of ``scenes/torus_impact.toml`` with the
-impact speed and the bond stiffness sampled, to ``--time`` (the scene's 5.0 by default),
-everything included (building the replicas, the diagnostics samples, the summaries);
+For each N: ``granular ensemble`` of ``scenes/torus_impact.toml`` (run in this process,
+with its progress lines) with the impact speed and the bond stiffness sampled, to
+``--time`` (the scene's 5.0 by default), everything included (building the replicas, the
+diagnostics samples, the summaries, histograms and ``ensemble.json`` written);
 printed as wall-clock seconds, replica-steps/s and particle-steps/s. ``--loop`` impacts are
 also run one by one (one model each, built and run; the same sampling), and the time of N
 impacts one by one is extrapolated from them. The issue's figure is N = 10^4 to t = 5 on a
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,13 +29,22 @@ SCENE = os.path.join(ROOT, "scenes", "torus_impact.toml")
 VARY = ["particles[0].velocity[0]=uniform(-2,-0.5)", "bond_families.binder.ka=uniform(150,250)"]
 
 
-def ensemble(n, t_end, backend, chunk):
-    from granular import ensemble as ens
+def ensemble(n, t_end, backend, chunk, quiet=False):
+    """Wall-clock seconds of ``granular ensemble`` (the command, in this process) of ``n``
+    replicas to ``t_end``, output included: summaries, histograms, ``ensemble.json``
+    (written to a temporary folder); its progress lines on stderr unless ``quiet``."""
+    from granular.ensemble.command import main as ensemble_command
 
-    t0 = time.perf_counter()
-    table = ens.run_ensemble(SCENE, n, VARY, seed=0, chunk_size=chunk, backend=backend, time=t_end)
-    wall = time.perf_counter() - t0
-    return wall, table
+    args = [SCENE, "--n", str(n), "--time", repr(t_end), "--backend", backend, "--chunk", str(chunk), "--seed", "0"]
+    for v in VARY:
+        args += ["--vary", v]
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        status = ensemble_command(args + ["--out", os.path.join(out, "ensemble")] + (["--quiet"] if quiet else []))
+        wall = time.perf_counter() - t0
+    if status != 0:
+        raise SystemExit(f"granular ensemble exited with {status}")
+    return wall
 
 
 def one_by_one(k, t_end, backend):
@@ -61,14 +72,14 @@ def main(argv=None) -> int:
     p.add_argument("--chunk", type=int, default=1000)
     p.add_argument("--json")
     args = p.parse_args(argv)
-    ensemble(2, min(args.time, 0.05), args.backend, args.chunk)  # compile the kernels
+    ensemble(2, min(args.time, 0.05), args.backend, args.chunk, quiet=True)  # compile the kernels
     per, steps = one_by_one(args.loop, args.time, args.backend)
     print(f"one impact alone: {per:.3f} s ({steps / per:,.0f} steps/s), {steps} steps to t = {args.time}")
     rows = []
     print(f"{'N':>7} {'particles':>10} {'wall s':>9} {'replica-steps/s':>16} {'particle-steps/s':>17} "
           f"{'one by one s':>13} {'speed-up':>9}")  # fmt: skip
     for n in args.n:
-        wall, table = ensemble(n, args.time, args.backend, args.chunk)
+        wall = ensemble(n, args.time, args.backend, args.chunk)
         particles = 80 * n
         row = {"N": n, "particles": particles, "steps": steps, "wall_s": wall, "replica_steps_per_s": n * steps / wall,
                "particle_steps_per_s": particles * steps / wall, "one_by_one_s": per * n,

@@ -246,3 +246,19 @@ def test_subsample_trajectories_with_frames(tmp_path):
     for j, body in enumerate(idx):
         for c in range(4):
             assert s[f"b{j}_q{c}"][-1] == pytest.approx(table[f"q{c}"][body], abs=1e-12)
+
+
+@pytest.mark.parametrize("scene_backend,flag,expected", [("cpu", None, "cpu"), ("gpu", "cpu", "cpu"),
+                                                         ("auto", None, "cpu")])  # fmt: skip
+def test_cli_backend_is_the_scenes_unless_given(tmp_path, scene_backend, flag, expected):
+    """Without ``--backend`` the ensemble runs on the scene's ``[run] backend`` (``auto``:
+    the CPU here, where no GPU is usable); ``--backend`` overrides it; ``ensemble.json``
+    records the backend that ran."""
+    text = open(TOP).read()
+    assert 'backend = "cpu"\n' in text
+    scene = tmp_path / "top.toml"
+    scene.write_text(text.replace('backend = "cpu"\n', f'backend = "{scene_backend}"\n', 1))
+    out = tmp_path / "ens"
+    args = [str(scene), "--n", "3", "--steps", "2", "--out", str(out), "--quiet"]
+    assert ens.main(args + (["--backend", flag] if flag else [])) == 0
+    assert json.loads((out / "ensemble.json").read_text())["backend"] == expected

@@ -110,14 +110,16 @@ def test_cli_writes_the_outputs_and_trajectories(scene_file, tmp_path, capsys):
     assert status == 0
     assert {"summaries.npz", "histograms.png", "ensemble.json", "subsample"} <= set(os.listdir(out))
     meta = json.loads((out / "ensemble.json").read_text())
-    assert meta["kind"] == "particle replicas" and meta["subsample_bodies"] == [0, 4]
+    assert meta["kind"] == "particle replicas" and meta["subsample_replicas"] == [0, 4]
+    said = capsys.readouterr()
+    assert "full output of replica 0 (1 of 2)" in said.err and "full output of replica 4 (2 of 2)" in said.err
     z = np.load(out / "summaries.npz")
     assert len(z["replica"]) == 5
     sub = out / "subsample" / "replica_4"
     assert (sub / "series.csv").exists() and any(f.endswith(".vtu") for f in os.listdir(sub / "frames"))
     series = np.genfromtxt(sub / "series.csv", delimiter=",", names=True)
     assert series["kinetic_translational"][-1] == pytest.approx(z["kinetic_translational"][4], rel=1e-12)
-    assert "5 replicas x 600 steps" in capsys.readouterr().out
+    assert "5 replicas x 600 steps" in said.out
 
 
 @pytest.mark.parametrize("field, match", [

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..backend import BackendError, get_backend
 from ..provenance import versions
 from ..resources import ResourceError
 from ..run.command import run_scene
@@ -61,7 +62,8 @@ def _parser():
     g.add_argument("--scheduler", metavar="ADDRESS", help="run the chunks on an existing Dask cluster")
     p.add_argument("--workers", type=int, default=2, help="workers of the --dask local cluster")
     p.add_argument("--retries", type=int, default=3, help="retries of a chunk whose worker dies")
-    p.add_argument("--backend", default="cpu")
+    p.add_argument("--backend", default=None, choices=("auto", "cpu", "gpu"),
+                   help="where the chunks run (default: the scene's [run] backend; auto: a GPU if usable)")
     p.add_argument("--out", help="output directory (default out/<scene>_ensemble)")
     s = p.add_mutually_exclusive_group()
     s.add_argument("--steps", type=int)
@@ -103,6 +105,8 @@ def run_subsample(scene, spec: EnsembleSpec, idx, out_dir: str, args) -> int:
     same as in the ensemble, so their final states equal the summary rows."""
 
 
+    if not (args.quiet or args.log_json):
+        print(f"granular ensemble: full output of {len(idx)} bodies in {out_dir}/", file=sys.stderr, flush=True)
     table, _ = chunk_table(spec, 0, 0, idx=idx)
     sub = scene.model_copy(update={"bodies": table, "name": f"{scene.name}_subsample"})
     opts = SimpleNamespace(scene=f"{args.scene} (subsample)", out=out_dir, backend=args.backend, precision=None,
@@ -115,7 +119,11 @@ def run_replica_subsample(spec: ParticleSpec, idx, out_dir: str, args) -> int:
     """Run the replicas ``idx`` of a particle ensemble again, each as its own scene with
     the full output of ``granular run`` (ParaView frames, ``series.csv``, plots) in
     ``out_dir/replica_<i>``; their trajectories are those of the ensemble, bit for bit."""
-    for i in idx:
+    say = not (args.quiet or args.log_json)
+    for k, i in enumerate(idx):
+        if say:
+            print(f"granular ensemble: full output of replica {int(i)} ({k + 1} of {len(idx)}) in "
+                  f"{os.path.join(out_dir, f'replica_{int(i)}')}/", file=sys.stderr, flush=True)  # fmt: skip
         scene = replica_scene(spec, int(i))
         scene = scene.model_copy(update={"name": f"{scene.name}_replica_{int(i)}"})
         opts = SimpleNamespace(scene=f"{args.scene} (replica {int(i)})", out=os.path.join(out_dir, f"replica_{int(i)}"),
@@ -141,6 +149,7 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         scene = load_scene(args.scene)
+        args.backend = get_backend(args.backend or scene.run.backend).name
         spec = make_any_spec(scene, args.n, args.vary, args.seed, steps=args.steps, time=args.time,
                              backend=args.backend)  # fmt: skip
         particles = isinstance(spec, ParticleSpec)
@@ -152,7 +161,7 @@ def main(argv=None) -> int:
     except ResourceError as exc:
         print(f"granular ensemble: {exc}; use a smaller --chunk", file=sys.stderr)
         return 2
-    except (EnsembleSpecError, SceneError) as exc:
+    except (EnsembleSpecError, SceneError, BackendError) as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("out", f"{scene.name}_ensemble")
@@ -230,7 +239,7 @@ def main(argv=None) -> int:
             "wall_time_s": wall, "body_steps_per_s": args.n * spec.steps / wall if wall > 0 else None}  # fmt: skip
     if args.trajectories:
         idx = subsample_indices(args.n, args.trajectories)
-        meta["subsample_bodies"] = idx.tolist()
+        meta["subsample_replicas" if particles else "subsample_bodies"] = idx.tolist()
     meta["versions"] = versions()
     hist = args.hist
     if particles:
