@@ -33,6 +33,8 @@ gpu-check:          ## on a GPU machine: GPU tests, CPU/GPU agreement, GPU bench
 	$(PY) bench/agreement.py --json $(OUT)/agreement.json 2>&1 | tee $(OUT)/agreement.log || echo agreement >> $(OUT)/FAILED
 	$(PY) -m granular bench --backend gpu --n 10,22,100,150,215 --spheres 10000,100000,1000000,10000000 \
 		--precision float64,float32 --json $(OUT)/bench-gpu.json 2>&1 | tee $(OUT)/bench-gpu.log || echo bench >> $(OUT)/FAILED
+	$(PY) -m granular bench --backend gpu --workload block,block-friction,pile --n 22,100 --pile 10000,1000000 \
+		--json $(OUT)/bench-gpu-friction.json 2>&1 | tee $(OUT)/bench-gpu-friction.log || echo "bench friction, pile" >> $(OUT)/FAILED
 	$(PY) -m granular bench --backend gpu --eager --workload torus,spheres --spheres 10000 \
 		--json $(OUT)/bench-gpu-eager.json 2>&1 | tee $(OUT)/bench-gpu-eager.log || echo "bench --eager" >> $(OUT)/FAILED
 	for b in ulvc rolling_ball livens nontwisting; do $(PY) bench/bench_$$b.py --backend gpu --sizes 1e3,1e6 --old-max 1e6 \

@@ -19,6 +19,14 @@ Workloads (all advanced by :meth:`ExplicitIntegrator.advance`, map (25), in bloc
 ``torus``
     the paper's 80-particle torus impact, stepping only, in steps/s; and ``torus-run``, the
     same through ``granular run`` with its output (frames, series, checkpoints).
+``pile``
+    the heap of ``granular validate pile`` (:mod:`granular.validation.pile`) with
+    ``--pile`` grains: frictional spheres with rolling resistance fall into a square
+    column, settle, and slump into a heap when its walls are taken away; the wall-clock
+    time until both phases rest (the fastest grain below 1 mm/s; at most
+    ``max(1.5, 4 t_fall)`` and ``max(3, 8 t_fall)`` of simulated time, ``t_fall`` the
+    column's free-fall time), the particle-steps/s over the whole run and the heap's
+    angle. Progress lines on stderr.
 
 Each row reports ms/step and particle-steps/s; the bytes a step moves by the kernels'
 access pattern (:func:`bytes_per_step`: every array a kernel reads or writes, once) and
@@ -26,8 +34,8 @@ the fraction of the memory bandwidth that is; neighbour-list rebuilds per 1000 s
 the timed run; host time and device time per step; memory held. JIT compilation is
 excluded and the device is synchronised inside every timed region.
 
-    granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres,torus]
-                   [--n 10,22,40] [--spheres 10000,100000] [--precision float64,float32]
+    granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres,torus,pile]
+                   [--n 10,22,40] [--spheres 10000,100000] [--pile 10000] [--precision float64,float32]
                    [--json out.json]
 """
 
@@ -52,6 +60,7 @@ from .particles.model import ModelBuilder
 from .particles.paper_torus import torus_builder
 from .particles.shapes import block_impact_builder, lattice_positions
 from .timing import write_json
+from .validation import pile as pile_study
 
 # ------------------------------------------------------------------- workloads
 
@@ -347,6 +356,25 @@ def torus_run(backend: str, precision: str = "float64") -> dict:
 # ------------------------------------------------------------------------- CLI
 
 
+def pile_run(backend, n: int, precision: str = "float64") -> dict:
+    """The ``pile`` workload: wall-clock of the pile study's two phases to rest."""
+    fall = pile_study.fall_time(n)
+    t0 = time.perf_counter()
+
+    def progress(phase, t, v):
+        print(f"  pile N = {n:,}: {phase} t = {t:.2f} s, fastest grain {v:.2e} m/s, {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    p = pile_study.pile(n, backend, t_fill=max(1.5, 4.0 * fall), t_release=max(3.0, 8.0 * fall), progress=progress,
+                        dtype=precision)  # fmt: skip
+    wall = time.perf_counter() - t0
+    return {"workload": "pile", "backend": backend.name, "device": backend.device, "precision": precision, "N": n,
+            "wall_s": wall, "steps": int(p["steps"]), "ms_per_step": 1e3 * wall / max(1, p["steps"]),
+            "particle_steps_per_s": n * p["steps"] / wall, "fill_time": p["fill_time"],
+            "release_time": p["release_time"], "rests": bool(p["fill_rests"] and p["release_rests"]),
+            "angle_mean": p["angle_mean"], "energy_error": p["energy_error"]}  # fmt: skip
+
+
 def _ints(text):
     return [int(float(v)) for v in text.split(",") if v.strip()]
 
@@ -355,9 +383,10 @@ def build_parser(p=None):
     p = p or argparse.ArgumentParser(prog="granular bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
     p.add_argument("--workload", default="block,spheres,torus",
-                   help="comma list of block, block-friction, spheres, torus")  # fmt: skip
+                   help="comma list of block, block-friction, spheres, torus, pile")  # fmt: skip
     p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
     p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
+    p.add_argument("--pile", default="10000", help="grain counts of the pile workload")
     p.add_argument("--precision", default="float64", help="comma list of float64, float32")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
@@ -368,6 +397,13 @@ def build_parser(p=None):
 def _print_row(r):
     if "error" in r:
         print(f"{r['workload']:<10} error: {r['error']}", flush=True)
+        return
+    if r["workload"] == "pile":
+        rest = "at rest" if r["rests"] else "NOT at rest"
+        print(f"{r['workload']:<10} {r['backend']:<4} {r['precision']:<8} {r['N']:>9} {r['ms_per_step']:>9.4f} "
+              f"{r['particle_steps_per_s']:>12.3e} {r['wall_s']:>9.1f} s wall-clock to rest: {r['steps']} steps, "
+              f"{rest} at t = {r['fill_time']:.2f} + {r['release_time']:.2f} s, angle {r['angle_mean']:.1f} deg",
+              flush=True)  # fmt: skip
         return
     if r["workload"] == "torus-run":
         print(f"{r['workload']:<10} {r['backend']:<4} {r['precision']:<8} {r['N']:>9} {r['ms_per_step']:>9.4f} "
@@ -387,10 +423,10 @@ def run_bench(args) -> int:
     """Measure the rows ``args`` (see :func:`build_parser`) ask for and print them."""
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
-    bad = set(workloads) - {"block", "block-friction", "spheres", "torus"}
+    bad = set(workloads) - {"block", "block-friction", "spheres", "torus", "pile"}
     if bad:
-        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, spheres, torus",
-              file=sys.stderr)  # fmt: skip
+        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, spheres, torus, "
+              "pile", file=sys.stderr)  # fmt: skip
         return 2
     precisions = [p.strip() for p in args.precision.split(",")]
     if set(precisions) - {"float64", "float32"}:
@@ -440,6 +476,12 @@ def run_bench(args) -> int:
                 print(f"{'':<10} block-friction / block, N = {r['N']}: {pair['median']:.2f}x per step, median of "
                       f"{pair['rounds']} interleaved windows of {pair['steps_per_window']} steps "
                       f"(range {pair['min']:.2f}-{pair['max']:.2f}x; target <= 1.5x)", flush=True)  # fmt: skip
+        if "pile" in workloads:
+            for dtype in precisions:
+                for n in _ints(args.pile):
+                    r = pile_run(be, n, dtype)
+                    rows.append(r)
+                    _print_row(r)
         if "torus" in workloads:
             for dtype in precisions:
                 r = torus_run(name, dtype)

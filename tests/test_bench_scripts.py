@@ -140,3 +140,19 @@ def test_granular_bench_spheres_and_torus_rows(tmp_path):
     assert rows["spheres"]["N"] == 343 and rows["torus"]["N"] == 80
     assert rows["torus-run"]["N"] == 80 and rows["torus-run"]["steps_per_s"] > 0
     assert data["meta"]["devices"]["cpu"]["peak_bandwidth_GBs"] > 0
+
+
+def test_granular_bench_pile_row(tmp_path, capsys):
+    """The pile workload: a small heap run to rest through both phases, its wall-clock,
+    steps and rate in the row, its progress on stderr."""
+    from granular import benchmark
+
+    path = tmp_path / "pile.json"
+    assert benchmark.main(["--backend", "cpu", "--workload", "pile", "--pile", "64", "--json", str(path)]) == 0
+    (r,) = json.loads(path.read_text())["results"]
+    assert r["workload"] == "pile" and r["N"] == 64 and r["rests"]
+    assert r["steps"] == round((r["fill_time"] + r["release_time"]) / 4e-5)
+    assert r["particle_steps_per_s"] == pytest.approx(64 * r["steps"] / r["wall_s"])
+    assert r["energy_error"] < 2e-3
+    said = capsys.readouterr()
+    assert "pile N = 64: release" in said.err and "wall-clock to rest" in said.out

@@ -66,6 +66,12 @@ def _column(n, seed):
     return x, radius, per_side * spacing
 
 
+def fall_time(n, seed=1) -> float:
+    """Free-fall time [T] from the top of the loose column of ``n`` grains to the floor."""
+    x, radius, _ = _column(n, seed)
+    return math.sqrt(2.0 * float((x[:, 2] + radius).max()) / G)
+
+
 def _builder(x, radius, side, walls, v=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), q=None):
     b = ModelBuilder()
     b.add_material("grain", **MATERIAL)
@@ -146,17 +152,17 @@ def repose_angle(x, radius, axis, sectors=SECTORS, lo=0.2, hi=0.8):
     return angles, height
 
 
-def pile(n=10_000, backend="cpu", seed=1, h=4e-5, t_fill=1.5, t_release=3.0, progress=None) -> dict:
+def pile(n=10_000, backend="cpu", seed=1, h=4e-5, t_fill=1.5, t_release=3.0, progress=None, dtype="float64") -> dict:
     """Fill, release and measure (see the module docstring); the heap's grain centres and
-    radii are returned as ``positions`` and ``radii``."""
+    radii are returned as ``positions`` and ``radii``, the steps taken as ``steps``."""
     x, radius, side = _column(n, seed)
-    m1 = _builder(x, radius, side, walls=True).finalize(backend)
+    m1 = _builder(x, radius, side, walls=True).finalize(backend, dtype=np.dtype(dtype))
     s1, t1, rest1, err1 = settle(m1, h, t_fill, progress=progress and (lambda t, v: progress("fill", t, v)))
     be = m1.backend
     x1 = be.to_host(s1.x).copy()
     top1 = float((x1[:, 2] + radius).max())
     m2 = _builder(x1, radius, side, walls=False, v=be.to_host(s1.v), omega=be.to_host(s1.omega),
-                  q=be.to_host(s1.q)).finalize(backend)  # fmt: skip
+                  q=be.to_host(s1.q)).finalize(backend, dtype=np.dtype(dtype))  # fmt: skip
     s2, t2, rest2, err2 = settle(m2, h, t_release, progress=progress and (lambda t, v: progress("release", t, v)))
     x2 = be.to_host(s2.x)
     # the energy scale: the potential energy released by the fall and the slump
@@ -169,7 +175,8 @@ def pile(n=10_000, backend="cpu", seed=1, h=4e-5, t_fill=1.5, t_release=3.0, pro
             "angles": angles.tolist(), "angle_mean": float(np.nanmean(angles)),
             "angle_spread": float(np.nanmax(angles) - np.nanmin(angles)),
             "energy_error": max(err1, err2) / released, "kinetic_at_rest": ke / released,
-            "released_potential": released, "positions": x2.copy(), "radii": radius}  # fmt: skip
+            "released_potential": released, "steps": s1.step + s2.step, "positions": x2.copy(),
+            "radii": radius}  # fmt: skip
 
 
 def run(quick=False, backend="cpu") -> Report:
@@ -180,7 +187,7 @@ def run(quick=False, backend="cpu") -> Report:
         print(f"  pile: {phase} t = {t:.2f} s, fastest grain {v:.2e} m/s", file=sys.stderr, flush=True)
 
     p = pile(n, backend, progress=progress)
-    p = {k: v for k, v in p.items() if k not in ("positions", "radii")}
+    p = {k: v for k, v in p.items() if k not in ("positions", "radii", "steps")}
     checks = [
         Check("fill: the grains came to rest (1 if so)", float(p["fill_rests"]), low=1.0),
         Check("release: the heap came to rest (1 if so)", float(p["release_rests"]), low=1.0),
