@@ -14,7 +14,14 @@ from granular.particles import diagnostics as diag
 from granular.particles.integrators import ExplicitIntegrator, IntegrationError
 from granular.particles.model import ModelBuilder
 from granular.particles.shapes import add_torus
-from granular.particles.stability import CONTACT_OVERLAP, collision_overlap, estimate_stable_step, hertz_stiffness
+from granular.particles.stability import (
+    CONTACT_OVERLAP,
+    collision_overlap,
+    damped_limit,
+    estimate_stable_step,
+    hertz_stiffness,
+)
+from kernels.laws import PAIR_ALPHA, PAIR_ESTAR
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TORUS = os.path.join(ROOT, "scenes", "torus_impact.toml")
@@ -171,3 +178,63 @@ def test_estimate_in_the_start_line_the_start_event_and_run_json(tmp_path, capsy
     start = json.loads(capsys.readouterr().out.splitlines()[0])
     assert start["event"] == "start" and start["stable_step"] == info["stable_step"]["h_max"]
     assert "particle-particle contact" in start["stable_step_mode"]
+
+
+def _resting_sphere(e, velocity, at=None):
+    """A glass sphere resting on a glass floor under strong gravity (the dissipative law,
+    no friction), at its equilibrium overlap (``at``: the overlap it starts from)."""
+    b = ModelBuilder()
+    b.add_material("glass", 7e10, 0.25, 2500.0, e, 0.0)
+    b.add_particles(np.array([[0.0, 0.0, 0.01 - (at or 0.0)]]), radius=0.01, material="glass")
+    b.add_wall([0, 0, 1], 0.0, material="glass", allow_initial_overlap=True)
+    b.set_gravity([0, 0, -9.81e3])
+    b.set_contacts(velocity=velocity)
+    return b.finalize("cpu")
+
+
+@pytest.mark.parametrize("scheme,velocity,e", [("verlet", "predicted", 0.1), ("verlet", "predicted", 0.5),
+                                               ("verlet", "half", 0.1), ("exact", "predicted", 0.1),
+                                               ("campello", "predicted", 0.1)])  # fmt: skip
+def test_damped_contact_is_stable_below_the_stated_limit_and_not_above(scheme, velocity, e):
+    """The linearised resting contact (tangent stiffness ``2 E* a``, damping ratio
+    ``α / 2 sqrt(1.5)``) is stable below :func:`damped_limit` of its scheme and dashpot
+    velocity and leaves its equilibrium above it. With e = 0.1 (ζ = 1.14) the predicted
+    velocity's limit is 0.56 of the lagging one: the step 1.2 times above it, which leaves
+    equilibrium, is still below the lagging formula."""
+    m0 = _resting_sphere(e, velocity)
+    mass, (es, alpha) = float(m0.mass[0]), m0.law.pair_host[0, [PAIR_ESTAR, PAIR_ALPHA]]
+    overlap = (mass * 9.81e3 / (4.0 / 3.0 * es * math.sqrt(0.01))) ** (2.0 / 3.0)
+    omega = math.sqrt(2.0 * es * math.sqrt(0.01 * overlap) / mass)
+    zeta = alpha / (2.0 * math.sqrt(1.5))
+    lagging = scheme == "campello" or velocity == "half"
+    h_c = damped_limit(zeta, lagging) / omega
+    if e == 0.1 and not lagging:
+        assert 1.2 * h_c < damped_limit(zeta, True) / omega
+    for factor, stable in ((0.9, True), (1.2, False)):
+        m = _resting_sphere(e, velocity, at=1.001 * overlap)
+        s = m.state()
+        ExplicitIntegrator(scheme).advance(m, s, factor * h_c, 20000)
+        departed = abs(float(s.x[0, 2]) - (0.01 - overlap)) / overlap
+        assert (departed < 1e-9) if stable else (departed > 1e-2), (factor, departed)
+
+
+def test_damped_limit_is_where_the_amplification_matrix_reaches_one():
+    """:func:`damped_limit` against the spectral radius of one step of each map on
+    ``x'' = -x - 2ζ x'`` (state x, v, F; ω = 1), computed here independently."""
+
+    def radius(h, zeta, lagging):
+        cols = []
+        for e in np.eye(3):
+            x, v, f = e
+            half = v + 0.5 * h * f
+            x1 = x + h * half
+            seen = half if lagging else half + 0.5 * h * f
+            f1 = -x1 - 2.0 * zeta * seen
+            cols.append([x1, half + 0.5 * h * f1, f1])
+        return max(abs(np.linalg.eigvals(np.array(cols).T)))
+
+    for zeta in (0.0, 0.05, 0.285, 1.0, 1.4):
+        for lagging in (False, True):
+            hc = damped_limit(zeta, lagging)
+            assert radius(0.999 * hc, zeta, lagging) <= 1.0 + 1e-12
+            assert radius(1.001 * hc, zeta, lagging) > 1.0
