@@ -65,6 +65,10 @@ def small(argv: list[str]) -> list[str]:
             out += ["--n", "8" if sub == "ensemble" else "3"]
             skip = True
             continue
+        if tok in ("--pile", "--spheres") and sub == "bench":
+            out += [tok, "64" if tok == "--pile" else "343"]
+            skip = True
+            continue
         if tok == "--long":
             continue
         out.append(tok)

@@ -17,7 +17,10 @@ the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`
 ``materials.NAME.KEY``
     ``young``, ``poisson``, ``density``, ``restitution``, ``friction``,
     ``rolling_friction``, ``twisting_friction`` of the dissipative law (each replica
-    keeps its own table).
+    keeps its own table);
+``material_pairs[K].KEY``
+    ``restitution``, ``friction``, ``rolling_friction``, ``twisting_friction`` that the
+    scene gives pair ``K`` of materials.
 
 ``velocity[0]`` samples one component, ``velocity`` all three. The ``DISTRIBUTION`` forms,
 the counter-based sampling (a replica's values depend only on the seed, its index and the
@@ -74,9 +77,10 @@ WALL_KEYS = {"offset": 0, "normal": 3, "k": 0}
 FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0}
 MATERIAL_KEYS = {"young": 0, "poisson": 0, "density": 0, "restitution": 0, "friction": 0, "rolling_friction": 0,
                  "twisting_friction": 0}  # fmt: skip
+PAIR_KEYS = {"restitution": 0, "friction": 0, "rolling_friction": 0, "twisting_friction": 0}
 
 _CONTACTS = re.compile(r"^contacts\.kpp$")
-_INDEXED = re.compile(r"^(particles|walls)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
+_INDEXED = re.compile(r"^(particles|walls|material_pairs)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _NAMED = re.compile(r"^(particles|bond_families|materials)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _ONE_SETTING = ("contacts", "fields", "run", "bonds", "name", "description")
 
@@ -157,8 +161,8 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
                                          "group's, a wall's, a bond family's or a material's number, or "
                                          "contacts.kpp")  # fmt: skip
             raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY, "
-                                     "bond_families.NAME.KEY, materials.NAME.KEY or contacts.kpp, with [i] for a "
-                                     "component")  # fmt: skip
+                                     "bond_families.NAME.KEY, materials.NAME.KEY, material_pairs[K].KEY or "
+                                     "contacts.kpp, with [i] for a component")  # fmt: skip
         index = tuple(int(x) for x in re.findall(r"\d+", idx))
         if table == "particles":
             if isinstance(item, str):
@@ -184,6 +188,16 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             if getattr(scene.walls[item], key) is None:
                 raise _field_error(name, f"the scene does not give walls[{item}].{key}; give a base value there")
             width = WALL_KEYS[key]
+        elif table == "material_pairs":
+            if item >= len(scene.material_pairs):
+                raise _field_error(name, f"the scene has {len(scene.material_pairs)} material pair(s)")
+            if key not in PAIR_KEYS:
+                raise _field_error(name, f"{key!r} cannot be varied for a material pair; allowed: "
+                                         f"{', '.join(PAIR_KEYS)}")  # fmt: skip
+            if getattr(scene.material_pairs[item], key) is None:
+                raise _field_error(name, f"the scene does not give material_pairs[{item}].{key}; give a base value "
+                                         "there")  # fmt: skip
+            width = 0
         elif table == "contacts":
             width = 0
         else:  # a named entry of [materials] or [bond_families]
@@ -211,6 +225,8 @@ def _base(scene, v: ParticleVary):
         value = getattr(scene.particles[v.item], v.key)
     elif v.table == "walls":
         value = getattr(scene.walls[v.item], v.key)
+    elif v.table == "material_pairs":
+        value = getattr(scene.material_pairs[v.item], v.key)
     elif v.table == "contacts":
         value = scene.contacts.kpp
     elif v.table == "materials":

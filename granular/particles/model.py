@@ -38,7 +38,7 @@ from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, 
 from .forces.bonds import empty_bond_args
 from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
 from .forces.fields import field_args
-from .forces.materials import Material, check_material, sphere_mass
+from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems, sphere_mass
 from .placement import overlap_problem, wall_problem
 from .state import State
 
@@ -173,6 +173,8 @@ class ModelBuilder:
         self._contact_search = ("cells", None)
         self._walls = []  # (normal (3,), offset, k or None, material index or -1)
         self._materials = {}  # name -> (index, Material)
+        self._pairs = {}  # (i, j), i <= j -> values given to the pair in place of the mixing rule
+        self._replica_pairs = None  # each replica's self._pairs, where they differ
         self._mat = []  # per add_particles call: (K,) material index, -1 for none
         self._contacts_set = False
         self._allow_overlap = False
@@ -272,6 +274,9 @@ class ModelBuilder:
         order = sorted(first._materials, key=lambda k: first._materials[k][0])
         tables = [[b._materials[k][1] for k in order] for b in builders]
         out._replica_materials = tables if any(t != tables[0] for t in tables) else None
+        out._pairs = dict(first._pairs)
+        given = [dict(b._pairs) for b in builders]
+        out._replica_pairs = given if any(g != given[0] for g in given) else None
         kpps = [b._kpp for b in builders]
         out._replica_kpp = kpps if first._kpp is not None and len(set(kpps)) > 1 else None
         out._replica_counts = [b._n for b in builders]
@@ -589,6 +594,50 @@ class ModelBuilder:
         self._materials[name] = (len(self._materials), m)
         return len(self._materials) - 1
 
+    def set_pair(self, a, b, **values) -> None:
+        """Give the pair of materials ``a``, ``b`` its own restitution or friction
+        coefficients in place of the mixing rule's geometric means.
+
+        ``E*`` and ``G*`` still follow from the two materials. A second call for the same
+        pair adds to (or replaces) the values of the first; ``a == b`` sets the values
+        of contacts between two bodies of one material.
+
+        Parameters
+        ----------
+        a, b : str
+            Names of materials defined by :meth:`add_material`.
+        **values : float
+            Any of ``restitution`` (in [0.01, 1]; 1: elastic), ``friction``,
+            ``rolling_friction``, ``twisting_friction`` (>= 0).
+
+        Raises
+        ------
+        ValueError
+            An unknown material or value name, no value, or a value out of range (the
+            message names the pair and the field).
+
+        Examples
+        --------
+        >>> b = ModelBuilder()
+        >>> b.add_material("glass", 7e10, 0.25, 2500.0, restitution=0.9, friction=0.4)
+        0
+        >>> b.add_material("steel", 2e11, 0.3, 7800.0, restitution=0.9, friction=0.2)
+        1
+        >>> b.set_pair("glass", "steel", restitution=0.7, friction=0.15)
+        """
+        self._open("set_pair")
+        for name in (a, b):
+            if name not in self._materials:
+                raise ValueError(f"pair ({a!r}, {b!r}): no material named {name!r}; defined: {sorted(self._materials)}")
+        if not values:
+            raise ValueError(f"pair ({a!r}, {b!r}): give at least one of {', '.join(PAIR_FIELDS)}")
+        problems = pair_problems(values)
+        if problems:
+            field, msg = problems[0]
+            raise ValueError(f"pair ({a!r}, {b!r}): {field}: {msg}")
+        key = tuple(sorted((self._materials[a][0], self._materials[b][0])))
+        self._pairs[key] = {**self._pairs.get(key, {}), **{k: float(v) for k, v in values.items()}}
+
     def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted",
                      allow_initial_overlap=False) -> None:  # fmt: skip
         """Set the particle-particle contact U^pp (56)-(57) between overlapping pairs.
@@ -859,6 +908,8 @@ class ModelBuilder:
                 if w[3] >= 0:
                     raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
                                      "materials (the dissipative law), or leave the wall's out")  # fmt: skip
+            if self._pairs:
+                raise ValueError("set_pair: values were given to pairs of materials but no particle has a material")
             return None
         if (mat < 0).any():
             i = int(np.argmax(mat < 0))
@@ -872,12 +923,15 @@ class ModelBuilder:
         names = sorted(self._materials, key=lambda k: self._materials[k][0])
         mats = [self._materials[k][1] for k in names]
         wall_mat = np.asarray([w[3] for w in self._walls], dtype=np.int64)
-        per = self._replica_materials
-        if per is not None:  # replica r's materials are r * M + m (a block of the pair table each)
+        per, per_pairs = self._replica_materials, self._replica_pairs
+        if per is not None or per_pairs is not None:  # replica r's materials are r * M + m (a block of pair rows each)
+            count = len(self._replica_counts)
+            per = per if per is not None else [mats] * count
             m = len(names)
-            mat = mat + m * np.repeat(np.arange(len(per)), self._replica_counts)
-            wall_mat = wall_mat + m * np.repeat(np.arange(len(per)), self._replica_walls)
-        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype, per_replica=per)
+            mat = mat + m * np.repeat(np.arange(count), self._replica_counts)
+            wall_mat = wall_mat + m * np.repeat(np.arange(count), self._replica_walls)
+        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype, per_replica=per,
+                          pairs=self._pairs, per_replica_pairs=per_pairs)  # fmt: skip
 
 
 class Model:

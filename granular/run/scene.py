@@ -91,6 +91,20 @@ class MaterialTable(_Strict):
     twisting_friction: NonNegative = 0.0
 
 
+class MaterialPair(_Strict):
+    """``[[material_pairs]]``: a pair of materials with its own restitution and friction
+    coefficients in place of the mixing rule (``ModelBuilder.set_pair``)."""
+
+    materials: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=2, max_length=2)]
+    restitution: Annotated[float, Field(ge=0.01, le=1.0, allow_inf_nan=False)] | None = None
+    friction: NonNegative | None = None
+    rolling_friction: NonNegative | None = None
+    twisting_friction: NonNegative | None = None
+
+    def values(self) -> dict:
+        return {k: v for k, v in self.model_dump().items() if k != "materials" and v is not None}
+
+
 class _Group(_Strict):
     name: Annotated[str, Field(min_length=1)] | None = None
     mass: Positive = 1.0
@@ -240,6 +254,7 @@ class Scene(_Strict):
     particles: list[ParticleGroup] = []
     bodies: dict[str, Any] | None = None  # batched single-body schemes: granular.bodies.scenes
     materials: dict[str, MaterialTable] = {}
+    material_pairs: list[MaterialPair] = []
     bond_families: dict[str, BondFamily] = {}
     bonds: list[BondSet] = []
     contacts: ContactsTable | None = None
@@ -333,6 +348,16 @@ def _check_references(scene: Scene, source: str) -> None:
                            "neighbour list: it needs 'cells', not 'all-pairs'"))  # fmt: skip
     elif scene.contacts is not None and scene.contacts.kpp is None:
         errors.append(("contacts.kpp", "required field is missing (or give [materials] for the dissipative law)"))
+    for k, pair in enumerate(scene.material_pairs):
+        if not mats:
+            errors.append((f"material_pairs[{k}]", "needs [materials]: it sets values of the dissipative law"))
+            continue
+        for name in pair.materials:
+            if name not in mats:
+                errors.append((f"material_pairs[{k}].materials", f"no material {name!r}; defined: {sorted(mats)}"))
+        if not pair.values():
+            errors.append((f"material_pairs[{k}]", "gives no value: set restitution, friction, rolling_friction or "
+                           "twisting_friction"))  # fmt: skip
     for k, g in enumerate(scene.particles):
         if g.material is not None and g.material not in mats:
             errors.append((f"particles[{k}].material", f"no material {g.material!r}; defined: {sorted(mats)}"))
@@ -411,6 +436,11 @@ def scene_builder(scene: Scene, source: str = "scene"):
             b.add_material(name, **m.model_dump())
         except ValueError as exc:
             errors.append((f"materials.{name}", str(exc)))
+    for k, pair in enumerate(scene.material_pairs):
+        try:
+            b.set_pair(*pair.materials, **pair.values())
+        except ValueError as exc:
+            errors.append((f"material_pairs[{k}]", str(exc)))
     if errors:
         raise SceneError(errors, source)
     for k, g in enumerate(scene.particles):

@@ -48,14 +48,16 @@ class ContactLaw:
     :class:`~granular.particles.forces.materials.Material`), ``names``, ``mat`` (N,) int32 each
     particle's material, ``wall_mat`` (W,) int32 each wall's, ``pair`` (M*M, PAIR_WIDTH) the
     mixed pair parameters (with ``per_replica``, a list of each replica's materials under
-    the same names: R blocks of M*M rows, and material indices ``r * M + m``); ``velocity``: ``"predicted"`` (default, ``v_{k+1/2} + h F_k/2m``)
+    the same names: R blocks of M*M rows, and material indices ``r * M + m``); ``pairs``:
+    ``{(i, j): values}`` given to pairs of materials in place of the mixing rule (with
+    ``per_replica``, ``per_replica_pairs`` one such dict per replica); ``velocity``: ``"predicted"`` (default, ``v_{k+1/2} + h F_k/2m``)
     or ``"half"`` (``v_{k+1/2}``), see ``docs/contacts.md``. ``vp``, ``wp`` (N, 6): the
     velocities the force pass reads, written by the advance pass: columns 0-2 those the
     dashpots see, 3-5 the drift velocity ``v_{k+1/2}`` that stretches the springs (the
     force pass kicks ``v`` in place, so it cannot read another particle's ``v``)."""
 
     def __init__(self, backend, materials, names, mat, wall_mat, velocity="predicted", dtype=np.float64,
-                 per_replica=None):  # fmt: skip
+                 per_replica=None, pairs=None, per_replica_pairs=None):  # fmt: skip
         if velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
         xp = backend.xp
@@ -67,10 +69,12 @@ class ContactLaw:
         # replicas with their own materials (lists of the same names): a block of pair rows
         # per replica, material indices r * M + m (kernels.interactions pair_row)
         self.per_replica = None if per_replica is None else [list(m) for m in per_replica]
+        self.pairs = dict(pairs or {})
         if self.per_replica is None:
-            self.pair_host = pair_table(self.materials)
+            self.pair_host = pair_table(self.materials, self.pairs)
         else:
-            self.pair_host = np.concatenate([pair_table(m) for m in self.per_replica])
+            given = per_replica_pairs or [self.pairs] * len(self.per_replica)
+            self.pair_host = np.concatenate([pair_table(m, p) for m, p in zip(self.per_replica, given)])
         self.mat = xp.asarray(self.mat_host)
         self.wall_mat = xp.asarray(self.wall_mat_host)
         self.pair = xp.asarray(self.pair_host, dtype=dtype)

@@ -15,6 +15,12 @@ infinite radius and mass):
 * ``e``, ``μ``, ``μ_r``, ``μ_t``: geometric means (equal materials keep their values; a
   frictionless material makes every pair with it frictionless);
 * the Tsuji damping factor ``α`` of the pair is :func:`tsuji_alpha` of its ``e``.
+
+A pair of materials can be given its own ``e``, ``μ``, ``μ_r``, ``μ_t`` in place of the
+means (:data:`PAIR_FIELDS`; ``ModelBuilder.set_pair``, ``[[material_pairs]]`` of a
+scene): measured values of a glass-steel contact, say, or ``e = 1`` and ``μ = 0`` for a
+pair that should only push (Hertz without damping or friction). ``E*`` and ``G*`` always
+follow from the materials.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from kernels.laws import (
 MIN_RESTITUTION = 0.01
 
 FIELDS = ("young", "poisson", "density", "restitution", "friction", "rolling_friction", "twisting_friction")
+#: The values a pair of materials may be given in place of the mixing rule.
+PAIR_FIELDS = ("restitution", "friction", "rolling_friction", "twisting_friction")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,21 @@ class Material:
     def shear(self) -> float:
         """Shear modulus ``G = E / 2(1 + ν)``."""
         return self.young / (2.0 * (1.0 + self.poisson))
+
+
+def pair_problems(values: dict) -> list[tuple[str, str]]:
+    """``(field, message)`` for every bad entry of a pair's ``values`` (:data:`PAIR_FIELDS`)."""
+    out = []
+    for k, v in values.items():
+        if k not in PAIR_FIELDS:
+            out.append((k, f"not a value of a pair; allowed: {', '.join(PAIR_FIELDS)}"))
+            continue
+        finite = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+        if k == "restitution" and not (finite and MIN_RESTITUTION <= v <= 1.0):
+            out.append((k, f"must be in [{MIN_RESTITUTION}, 1] (1: elastic), got {v!r}"))
+        elif k != "restitution" and not (finite and v >= 0):
+            out.append((k, f"must be finite and >= 0, got {v!r}"))
+    return out
 
 
 def check_material(name: str, m: Material) -> None:
@@ -141,28 +164,35 @@ def tsuji_alpha(e: float) -> float:
     return float(brentq(lambda a: _rebound(a) - e, 0.0, hi, xtol=1e-13, rtol=1e-13))
 
 
-def mix(a: Material, b: Material) -> np.ndarray:
-    """The pair parameters (``kernels.laws.PAIR_*`` columns) of materials ``a`` and ``b``."""
+def mix(a: Material, b: Material, given=None) -> np.ndarray:
+    """The pair parameters (``kernels.laws.PAIR_*`` columns) of materials ``a`` and ``b``;
+    ``given``: values of :data:`PAIR_FIELDS` that replace the mixing rule's."""
+    given = given or {}
+
+    def mean(field):
+        return given[field] if field in given else math.sqrt(getattr(a, field) * getattr(b, field))
+
     row = np.zeros(PAIR_WIDTH)
     row[PAIR_ESTAR] = 1.0 / ((1.0 - a.poisson**2) / a.young + (1.0 - b.poisson**2) / b.young)
     row[PAIR_GSTAR] = 1.0 / ((2.0 - a.poisson) / a.shear + (2.0 - b.poisson) / b.shear)
-    e = math.sqrt(a.restitution * b.restitution)
-    row[PAIR_ALPHA] = tsuji_alpha(round(e, 15))
-    row[PAIR_MU] = math.sqrt(a.friction * b.friction)
-    row[PAIR_MU_ROLL] = math.sqrt(a.rolling_friction * b.rolling_friction)
-    row[PAIR_MU_TWIST] = math.sqrt(a.twisting_friction * b.twisting_friction)
+    row[PAIR_ALPHA] = tsuji_alpha(round(mean("restitution"), 15))
+    row[PAIR_MU] = mean("friction")
+    row[PAIR_MU_ROLL] = mean("rolling_friction")
+    row[PAIR_MU_TWIST] = mean("twisting_friction")
     row[PAIR_DAMP_N] = row[PAIR_ALPHA] * math.sqrt(4.0 / 3.0 * row[PAIR_ESTAR])
     row[PAIR_DAMP_T] = row[PAIR_ALPHA] * math.sqrt(8.0 * row[PAIR_GSTAR])
     return row
 
 
-def pair_table(materials: list[Material]) -> np.ndarray:
-    """(M*M, PAIR_WIDTH) table, row ``i*M + j`` for materials ``i``, ``j`` (symmetric)."""
+def pair_table(materials: list[Material], pairs=None) -> np.ndarray:
+    """(M*M, PAIR_WIDTH) table, row ``i*M + j`` for materials ``i``, ``j`` (symmetric);
+    ``pairs``: ``{(i, j): values}`` (``i <= j``) given to pairs in place of the mixing rule."""
     m = len(materials)
+    pairs = pairs or {}
     table = np.zeros((m * m, PAIR_WIDTH))
     for i in range(m):
         for j in range(i, m):
-            table[i * m + j] = table[j * m + i] = mix(materials[i], materials[j])
+            table[i * m + j] = table[j * m + i] = mix(materials[i], materials[j], pairs.get((i, j)))
     return table
 
 
