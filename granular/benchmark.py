@@ -31,7 +31,8 @@ Workloads (all advanced by :meth:`ExplicitIntegrator.advance`, map (25), in bloc
 Each row reports ms/step and particle-steps/s; the bytes a step moves by the kernels'
 access pattern (:func:`bytes_per_step`: every array a kernel reads or writes, once) and
 the fraction of the memory bandwidth that is; neighbour-list rebuilds per 1000 steps of
-the timed run; host time and device time per step; memory held. JIT compilation is
+the timed run and the time of one rebuild (in place on the device, timed alone after the
+run: ``rebuild_ms``); host time and device time per step; memory held. JIT compilation is
 excluded and the device is synchronised inside every timed region.
 
     granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres,torus,pile]
@@ -263,6 +264,7 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
         if wall >= min_time or steps >= 10**7:
             break
         steps = int(steps * min(10.0, max(2.0, 1.2 * min_time / max(wall, 1e-6))))
+    rebuild_ms = _rebuild_time(eng, be) if nl is not None else None
     gpu = be.name == "gpu" and not be.simulated
     # On a GPU the host launches and waits; the device's time is the wall time minus the
     # host's own work between waits. On the CPU the kernels are the host's work.
@@ -287,7 +289,23 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
         "blocks_per_1000_steps": 1000.0 * eng.blocks / max(1, eng.steps),
         "graphs": bool(eng.program.graphs_enabled),
         "memory_MB": model_bytes(model, state) / 2**20,
+        "rebuild_ms": rebuild_ms,
     }
+
+
+def _rebuild_time(eng, be, repeats=5) -> float:
+    """Milliseconds of one neighbour-list rebuild on the device, in place, at the state's
+    positions (the in-block rebuild of a step loop, launched alone; best of ``repeats``).
+    Timed after the run: the list it leaves is valid for the state, whose stepping ends."""
+    best = math.inf
+    for _ in range(repeats):
+        eng.program.head(False)  # clears the report the rebuild writes its row counts to
+        be.synchronize()
+        t0 = time.perf_counter()
+        eng.program.rebuild()
+        be.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 1e3 * best
 
 
 def paired_cost(model_a, model_b, h, min_time=1.0, rounds=7, warmup=60, graphs=True) -> dict:
@@ -412,7 +430,8 @@ def _print_row(r):
     print(f"{r['workload']:<10} {r['backend']:<4} {r['precision']:<8} {r['N']:>9} {r['ms_per_step']:>9.4f} "
           f"{r['particle_steps_per_s']:>12.3e} {r['steps_per_s']:>10.0f} {r['bytes_per_step'] / max(1, r['N']):>7.0f} "
           f"{r['bandwidth_GBs']:>8.1f} {100 * r['bandwidth_fraction']:>6.1f} {r['rebuilds_per_1000_steps']:>8.1f} "
-          f"{r['host_ms_per_step']:>8.4f} {r['device_ms_per_step']:>8.4f} {r['memory_MB']:>8.1f}", flush=True)  # fmt: skip
+          f"{r['host_ms_per_step']:>8.4f} {r['device_ms_per_step']:>8.4f} {r['memory_MB']:>8.1f} "
+          f"{'-' if r['rebuild_ms'] is None else format(r['rebuild_ms'], '.3f'):>8}", flush=True)  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -434,7 +453,8 @@ def run_bench(args) -> int:
         return 2
     rows, devices = [], {}
     print(f"{'workload':<10} {'bkd':<4} {'dtype':<8} {'N':>9} {'ms/step':>9} {'p-steps/s':>12} {'steps/s':>10} "
-          f"{'B/p-step':>7} {'GB/s':>8} {'%peak':>6} {'rb/1000':>8} {'host ms':>8} {'dev ms':>8} {'MB':>8}")  # fmt: skip
+          f"{'B/p-step':>7} {'GB/s':>8} {'%peak':>6} {'rb/1000':>8} {'host ms':>8} {'dev ms':>8} {'MB':>8} "
+          f"{'rb ms':>8}")  # fmt: skip
     for name in names:
         try:
             be = get_backend(name)

@@ -137,6 +137,7 @@ def test_granular_bench_spheres_and_torus_rows(tmp_path):
                     "rebuilds_per_1000_steps", "host_ms_per_step", "device_ms_per_step", "memory_MB", "device"):  # fmt: skip
             assert key in r, (name, key)
         assert r["ms_per_step"] > 0 and 0 < r["bandwidth_fraction"] and r["memory_MB"] > 0
+    assert rows["spheres"]["rebuild_ms"] > 0  # the spheres have a neighbour list
     assert rows["spheres"]["N"] == 343 and rows["torus"]["N"] == 80
     assert rows["torus-run"]["N"] == 80 and rows["torus-run"]["steps_per_s"] > 0
     assert data["meta"]["devices"]["cpu"]["peak_bandwidth_GBs"] > 0
