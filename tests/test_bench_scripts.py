@@ -157,3 +157,16 @@ def test_granular_bench_pile_row(tmp_path, capsys):
     assert r["energy_error"] < 2e-3
     said = capsys.readouterr()
     assert "pile N = 64: release" in said.err and "wall-clock to rest" in said.out
+
+
+def test_agreement_energy_drift_of_the_torus_in_both_precisions():
+    """``bench/agreement.py``'s energy error of the torus, on the CPU for a short run: small,
+    and larger in float32 than in float64."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("agreement", os.path.join(ROOT, "bench", "agreement.py"))
+    agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agreement)
+    e64 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float64)
+    e32 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float32)
+    assert 0 < e64 < 1e-4 and e64 < e32 < 1e-2, (e64, e32)
