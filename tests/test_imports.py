@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TOP = ("granular", "kernels")
 # modules allowed to import the command line or the studies: the entry points and the studies
-FRONT = ("granular.cli", "granular.__main__", "granular.validation")
+FRONT = ("granular.cli", "granular.__main__", "granular.benchmark", "granular.validation")
 # imports allowed inside functions: which kernels to load is decided when a backend is made
 LAZY = {("granular.backend", "kernels.cpu"), ("granular.backend", "kernels.cuda"),
         # granular.Simulation and friends: the run layer loads on first use (granular/__init__.py)
