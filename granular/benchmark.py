@@ -102,6 +102,9 @@ def bytes_per_step(model) -> int:
     listed = contacts is not None and contacts.neighbors is not None
     total = n * ((19 + 2) * f + 13 * f + (3 * f if listed else 0))  # advance
     forces = n * ((3 + 4 + 3) * f + 12 * f + 6 * f)  # x, q, m, J, r; v and Ω in and out; F, RM
+    gravity = model.force("gravity")
+    if gravity is not None and gravity.replica is not None:
+        forces += n * 4  # each particle's replica, for its replica's gravity
     if nb:
         bond_data = 2 * 8 + (1 + 6 + 4 + 3) * f + 1 + (2 * f if model.bonds.can_break else 0)
         forces += n * 8 + 2 * nb * 8  # offsets, incident

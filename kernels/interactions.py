@@ -663,6 +663,16 @@ def build(jit, base):
         return f1 + c1, f2 + c2, f3 + c3, u + cu
 
     @jit
+    def gravity_row(i, fields):
+        """Where particle ``i``'s gravity starts in ``fields.gravity``: ``(3,)`` for one
+        system, or ``(3R,)`` with each replica's row (``fields.replica[i]``); -1: none."""
+        if fields.gravity.shape[0] == 0:
+            return -1
+        if fields.replica.shape[0] > 0:
+            return 3 * fields.replica[i]
+        return 0
+
+    @jit
     def pendulum_term(i, q, fields):
         """Pendulum (39) on ``i`` if it is one: spatial moment ``m g (Rρ0) × e`` and ``U``."""
         T = q.dtype.type
@@ -683,11 +693,12 @@ def build(jit, base):
         T = x.dtype.type
         f1 = f2 = f3 = m1 = m2 = m3 = T(0.0)
         g = fields.gravity
-        if g.shape[0] == 3:
+        k = gravity_row(i, fields)
+        if k >= 0:
             mi = par.mass[i]
-            f1 = f1 + mi * g[0]
-            f2 = f2 + mi * g[1]
-            f3 = f3 + mi * g[2]
+            f1 = f1 + mi * g[k]
+            f2 = f2 + mi * g[k + 1]
+            f3 = f3 + mi * g[k + 2]
         r1, r2, r3, up = pendulum_term(i, dyn.q, fields)
         m1 = m1 + r1
         m2 = m2 + r2
@@ -748,9 +759,10 @@ def build(jit, base):
         x, F, RM = dyn.x, dyn.F, dyn.RM
         if family == FAMILY_GRAVITY:
             g = fields.gravity
-            if g.shape[0] == 3:
+            k = gravity_row(i, fields)
+            if k >= 0:
                 for c in range(3):
-                    F[i, c] += par.mass[i] * g[c]
+                    F[i, c] += par.mass[i] * g[k + c]
         elif family == FAMILY_PENDULUM:
             r1, r2, r3, up = pendulum_term(i, dyn.q, fields)
             RM[i, 0] += r1
@@ -811,8 +823,9 @@ def build(jit, base):
         out[i, KT] = T(0.5) * m * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
         out[i, KR] = T(0.5) * J * (om[i, 0] * om[i, 0] + om[i, 1] * om[i, 1] + om[i, 2] * om[i, 2])
         g = fields.gravity
-        if g.shape[0] == 3:
-            out[i, UG] = -m * (g[0] * x[i, 0] + g[1] * x[i, 1] + g[2] * x[i, 2])
+        k = gravity_row(i, fields)
+        if k >= 0:
+            out[i, UG] = -m * (g[k] * x[i, 0] + g[k + 1] * x[i, 1] + g[k + 2] * x[i, 2])
         r1, r2, r3, up = pendulum_term(i, dyn.q, fields)
         out[i, UP] = up
         ua = us = um = ur = T(0.0)

@@ -96,7 +96,7 @@ Contacts = namedtuple(
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
 Walls = namedtuple("Walls", "planes k mat first replica")
-Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical")
+Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical replica")
 Flags = namedtuple("Flags", "status report")
 
 # Slots of the report array (float64) a block leaves behind.

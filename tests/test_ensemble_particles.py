@@ -125,7 +125,8 @@ def test_cli_writes_the_outputs_and_trajectories(scene_file, tmp_path, capsys):
 @pytest.mark.parametrize("field, match", [
     ("contacts.skin=uniform(1,2)", "one setting for all replicas"),
     ("materials.steel.young=uniform(1,2)", "no material 'steel'"),
-    ("fields.gravity[2]=uniform(1,2)", "one setting for all replicas"),
+    ("fields.pendulum[0].g=uniform(1,2)", "one setting for all replicas"),
+    ("fields.gravity[2]=uniform(1,2)", "gives no \\[fields\\] gravity"),
     ("particles[0].n=uniform(10,20)", "'n' cannot be varied for a torus group"),
     ("particles[1].velocity[0]=uniform(0,1)", "1 particle group"),
     ("particles.ring.velocity[0]=uniform(0,1)", "no particle group named 'ring'"),
@@ -187,6 +188,29 @@ normal = [0.0, 0.0, 1.0]
 offset = 0.0
 material = "grain"
 """
+
+
+def test_gravity_varies_per_replica(tmp_path):
+    # a sphere dropped on a wall from rest: each replica falls in its own field
+    path = tmp_path / "drop.toml"
+    text = DROP.replace('velocity = [0.0, 0.0, -1.0]', 'velocity = [0.0, 0.0, 0.0]') + "[fields]\ngravity = [0.0, 0.0, -1.0]\n"
+    path.write_text(text)
+    vary = ["fields.gravity[2]=grid(-4,-1)"]
+    table = ens.run_ensemble(str(path), 4, vary, seed=0, chunk_size=4, steps=100)
+    assert np.array_equal(table["fields.gravity[2]"], [-4.0, -3.0, -2.0, -1.0])
+    import tomllib
+
+    spec = make_particle_spec(parse_scene(tomllib.loads(text)), 4, vary, 0, steps=100)
+    for i in (0, 3):
+        model, run = build_model(replica_scene(spec, i), "cpu")
+        state = model.state()
+        gr.ExplicitIntegrator("verlet").advance(model, state, run.dt, 100)
+        assert table["v_cm_z"][i] == float(np.asarray(state.v)[0, 2])
+        assert table["U_gravity"][i] == pytest.approx(model.diagnostics(_configuration(model, state))["U_gravity"],
+                                                      rel=1e-12)  # fmt: skip
+    assert table["v_cm_z"][0] == pytest.approx(4.0 * table["v_cm_z"][3], rel=1e-9)  # free fall: v = g t
+    with pytest.raises(ens.EnsembleSpecError, match="gives no \\[fields\\] gravity"):
+        make_particle_spec(parse_scene(tomllib.loads(DROP)), 4, vary, 0)
 
 
 def test_materials_vary_per_replica(tmp_path):

@@ -45,6 +45,13 @@ def block(v, friction=True, restitution=None):
     return b
 
 
+def falling_block(g):
+    """The dissipative block with gravity ``(0, 0, g)`` (none for ``g = 0``)."""
+    b = block(-0.5)
+    b._gravity = None if g == 0.0 else np.array([0.0, 0.0, g])
+    return b
+
+
 def run(model, steps):
     state = model.state()
     gr.ExplicitIntegrator("verlet").advance(model, state, H, steps)
@@ -61,7 +68,8 @@ def host(model, state):
     (lambda v: torus(-1.5, kpp=v), (2100.0, 500.0, 8000.0), 1200),
     (block, (-1.0, -0.4, -1.5), 800),
     (lambda e: block(-1.0, restitution=e), (0.3, 0.5, 0.9), 800),
-], ids=["torus-hertz", "torus-own-kpp", "block-dissipative", "block-own-materials"])  # fmt: skip
+    (falling_block, (-1.0, -20.0, 0.0), 800),
+], ids=["torus-hertz", "torus-own-kpp", "block-dissipative", "block-own-materials", "block-own-gravity"])  # fmt: skip
 def test_each_replica_equals_its_system_run_alone_bitwise(make, values, steps):
     builders = [make(v) for v in values]
     model = replicate(builders).finalize("cpu")
@@ -144,7 +152,6 @@ def test_replica_diagnostics_are_the_single_runs_totals():
 
 
 @pytest.mark.parametrize("change, match", [
-    (lambda b: b.set_gravity([0, 0, -1.0]), "gravity"),
     (lambda b: b.set_contacts(2100.0, bonded_contacts=False), "bonded_contacts"),
     (lambda b: b.add_material("steel", young=1e5), "materials"),
 ])  # fmt: skip
@@ -153,6 +160,24 @@ def test_model_wide_settings_must_agree(change, match):
     change(b)
     with pytest.raises(ValueError, match=match):
         replicate([a, b])
+
+
+def test_replicas_with_their_own_gravity_book_its_energy():
+    """Each replica's gravitational energy and weight are those of its own field: the
+    diagnostics per replica equal the single runs', and the model's total is their sum."""
+    values = (-1.0, -20.0, 0.0)
+    builders = [falling_block(g) for g in values]
+    model = replicate(builders).finalize("cpu")
+    state = run(model, 300)
+    d = replica_diagnostics(model, state)
+    total = 0.0
+    for r, b in enumerate(builders):
+        single = b.finalize("cpu")
+        u = single.diagnostics(_configuration(single, run(single, 300)))["U_gravity"]
+        assert d["U_gravity"][r] == pytest.approx(u, rel=1e-12, abs=1e-300)
+        total += u
+    assert d["U_gravity"][2] == 0.0 and d["U_gravity"][1] != 0.0
+    assert model.diagnostics(_configuration(model, state))["U_gravity"] == pytest.approx(total, rel=1e-12)
 
 
 def test_bad_replica_input_is_named():
@@ -174,6 +199,7 @@ def test_replicas_on_the_gpu_equal_their_systems_alone(gpu_backend):
     # the CUDA kernels (the simulator in CI): the replica cell key, the per-replica walls
     # and stiffness, each replica against its system alone on the same backend
     builders = [torus(-2.0, n=12, kpp=2100.0), torus(-1.0, n=12, kpp=900.0)]
+    builders[1].set_gravity([0.0, -0.5, 0.0])  # and gravity per replica (none for the first)
     steps = 40 if gpu_backend.simulated else 1000
     for b in builders:  # start touching the wall
         b._walls[0] = (b._walls[0][0], 0.15, b._walls[0][2], b._walls[0][3])

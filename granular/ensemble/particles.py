@@ -20,12 +20,14 @@ the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`
     keeps its own table);
 ``material_pairs[K].KEY``
     ``restitution``, ``friction``, ``rolling_friction``, ``twisting_friction`` that the
-    scene gives pair ``K`` of materials.
+    scene gives pair ``K`` of materials;
+``fields.gravity``
+    the gravitational acceleration (each replica keeps its own; the scene must give one).
 
 ``velocity[0]`` samples one component, ``velocity`` all three. The ``DISTRIBUTION`` forms,
 the counter-based sampling (a replica's values depend only on the seed, its index and the
 field order) and the chunking are those of body ensembles (:mod:`granular.ensemble`).
-What is one setting of the whole model (the contact law and search, gravity, the run
+What is one setting of the whole model (the contact law and search, the pendula, the run
 table) cannot be varied.
 
 Each chunk of replicas is one model of replicas: one state, one step loop. A replica's
@@ -80,6 +82,7 @@ MATERIAL_KEYS = {"young": 0, "poisson": 0, "density": 0, "restitution": 0, "fric
 PAIR_KEYS = {"restitution": 0, "friction": 0, "rolling_friction": 0, "twisting_friction": 0}
 
 _CONTACTS = re.compile(r"^contacts\.kpp$")
+_GRAVITY = re.compile(r"^fields\.gravity((?:\[\s*\d+\s*\])*)$")
 _INDEXED = re.compile(r"^(particles|walls|material_pairs)\[\s*(\d+)\s*\]\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _NAMED = re.compile(r"^(particles|bond_families|materials)\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)((?:\[\s*\d+\s*\])*)$")
 _ONE_SETTING = ("contacts", "fields", "run", "bonds", "name", "description")
@@ -146,10 +149,15 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
         name = str(name).strip()
         m = _INDEXED.match(name)
         n = _NAMED.match(name)
+        gravity = _GRAVITY.match(name)
         if _CONTACTS.match(name):
             if scene.contacts is None or scene.contacts.kpp is None:
                 raise _field_error(name, "the scene has no Hertz contact stiffness [contacts] kpp to vary")
             table, item, key, idx = "contacts", None, "kpp", ""
+        elif gravity:
+            if scene.fields.gravity is None:
+                raise _field_error(name, "the scene gives no [fields] gravity; give a base value there")
+            table, item, key, idx = "fields", None, "gravity", gravity.group(1)
         elif m:
             table, item, key, idx = m.group(1), int(m.group(2)), m.group(3), m.group(4)
         elif n:
@@ -158,11 +166,11 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             head = name.split(".")[0].split("[")[0]
             if head in _ONE_SETTING:
                 raise _field_error(name, f"{head} is one setting for all replicas and cannot be varied; vary a "
-                                         "group's, a wall's, a bond family's or a material's number, or "
-                                         "contacts.kpp")  # fmt: skip
+                                         "group's, a wall's, a bond family's or a material's number, "
+                                         "contacts.kpp or fields.gravity")  # fmt: skip
             raise _field_error(name, "bad field; expected particles[K].KEY, particles.NAME.KEY, walls[K].KEY, "
-                                     "bond_families.NAME.KEY, materials.NAME.KEY, material_pairs[K].KEY or "
-                                     "contacts.kpp, with [i] for a component")  # fmt: skip
+                                     "bond_families.NAME.KEY, materials.NAME.KEY, material_pairs[K].KEY, "
+                                     "contacts.kpp or fields.gravity, with [i] for a component")  # fmt: skip
         index = tuple(int(x) for x in re.findall(r"\d+", idx))
         if table == "particles":
             if isinstance(item, str):
@@ -200,6 +208,8 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             width = 0
         elif table == "contacts":
             width = 0
+        elif table == "fields":
+            width = 3
         else:  # a named entry of [materials] or [bond_families]
             entries, keys, what, plural = ((scene.materials, MATERIAL_KEYS, "material", "materials")
                                            if table == "materials" else
@@ -229,6 +239,8 @@ def _base(scene, v: ParticleVary):
         value = getattr(scene.material_pairs[v.item], v.key)
     elif v.table == "contacts":
         value = scene.contacts.kpp
+    elif v.table == "fields":
+        value = scene.fields.gravity
     elif v.table == "materials":
         value = getattr(scene.materials[v.item], v.key)
     else:
@@ -239,6 +251,8 @@ def _base(scene, v: ParticleVary):
 def _width(scene, v):
     if v.table == "particles":
         return GROUP_KEYS[scene.particles[v.item].kind][v.key]
+    if v.table == "fields":
+        return 3
     return WALL_KEYS[v.key] if v.table == "walls" else 0
 
 
@@ -307,6 +321,8 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
             value[comp] = values[_column(v, comp)][row]
         if v.table == "contacts":
             data["contacts"] = dict(data["contacts"], kpp=float(value))
+        elif v.table == "fields":
+            data["fields"] = dict(data["fields"], gravity=value.tolist())
         elif v.table in ("bond_families", "materials"):
             table = dict(data[v.table])
             table[v.item] = dict(table[v.item], **{v.key: float(value)})

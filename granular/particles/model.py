@@ -175,6 +175,7 @@ class ModelBuilder:
         self._materials = {}  # name -> (index, Material)
         self._pairs = {}  # (i, j), i <= j -> values given to the pair in place of the mixing rule
         self._replica_pairs = None  # each replica's self._pairs, where they differ
+        self._replica_gravity = None  # (R, 3) each replica's gravity, where they differ
         self._mat = []  # per add_particles call: (K,) material index, -1 for none
         self._contacts_set = False
         self._allow_overlap = False
@@ -202,10 +203,11 @@ class ModelBuilder:
         ----------
         builders : sequence of ModelBuilder
             At least one. They must agree on what is one setting for the whole model:
-            gravity, the contact settings (``bonded_contacts``, search, skin, velocity;
-            the Hertz stiffness ``kpp`` may differ, each replica keeps its own), the
-            names of the materials (their values may differ: each replica keeps its
-            own) and pendula (none).
+            the contact settings (``bonded_contacts``, search, skin, velocity; the
+            Hertz stiffness ``kpp`` may differ, each replica keeps its own), the names
+            of the materials (their values, and those given to pairs of them, may
+            differ: each replica keeps its own) and pendula (none). Each replica keeps
+            its own gravity (none: zero).
         names : sequence, optional
             What errors call each replica (default its position: ``replica 0`` ...),
             for example its index in an ensemble.
@@ -245,10 +247,6 @@ class ModelBuilder:
                     raise ValueError(f"replicas: builder {r} differs from builder 0 in {name[1:]} "
                                      f"({getattr(b, name)!r} against {getattr(first, name)!r}); it is one setting "
                                      "for all replicas")  # fmt: skip
-            g0, g = first._gravity, b._gravity
-            if (g0 is None) != (g is None) or (g is not None and not np.array_equal(g, g0)):
-                raise ValueError(f"replicas: builder {r} differs from builder 0 in gravity ({g!r} against {g0!r}); "
-                                 "it is one setting for all replicas")  # fmt: skip
             if {k: i for k, (i, _) in b._materials.items()} != {k: i for k, (i, _) in first._materials.items()}:
                 raise ValueError(f"replicas: builder {r} names other materials than builder 0 "
                                  f"({sorted(b._materials)} against {sorted(first._materials)}); each replica may "
@@ -257,6 +255,11 @@ class ModelBuilder:
         for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
                      "_gravity"):
             setattr(out, name, getattr(first, name))
+        # each replica's gravity (none: zero), where they differ
+        rows = [np.zeros(3) if b._gravity is None else np.asarray(b._gravity, dtype=np.float64) for b in builders]
+        if any(not np.array_equal(g, rows[0]) for g in rows):
+            out._gravity = rows[0]
+            out._replica_gravity = np.stack(rows)
         out._materials = dict(first._materials)
         offset = 0
         for b in builders:
@@ -799,7 +802,9 @@ class ModelBuilder:
             replica = np.repeat(np.arange(len(self._replica_counts), dtype=np.int32), self._replica_counts)
             first_wall = np.concatenate([[0], np.cumsum(self._replica_walls)]).astype(np.int64)
         forces = []
-        if self._gravity is not None:
+        if self._replica_gravity is not None:
+            forces.append(UniformGravity(be, self._replica_gravity, replica))
+        elif self._gravity is not None:
             forces.append(UniformGravity(be, self._gravity))
         if self._pendula:
             idx = cat([p[0] for p in self._pendula])

@@ -9,14 +9,20 @@ from kernels.layout import Fields as FieldArgs
 
 
 class UniformGravity:
-    """Uniform acceleration ``g`` (3,) [length/time²]: ``U = -Σ m_i g·x_i``, ``F_i = m_i g``."""
+    """Uniform acceleration ``g`` (3,) [length/time²]: ``U = -Σ m_i g·x_i``, ``F_i = m_i g``.
+
+    In a model of replicas each replica may have its own: ``g`` (R, 3) and ``replica``
+    (N,) each particle's replica; ``rows`` is then (R, 3), else (1, 3), and ``g`` the
+    largest row (the one a bound on the step needs)."""
 
     kind = "gravity"
     family = FAMILY_GRAVITY
     energy_keys = ("U_gravity",)
 
-    def __init__(self, backend, g):
-        self.g = tuple(float(c) for c in g)
+    def __init__(self, backend, g, replica=None):
+        self.rows = np.asarray(g, dtype=np.float64).reshape(-1, 3)
+        self.replica = None if replica is None or len(self.rows) == 1 else np.asarray(replica, dtype=np.int32)
+        self.g = tuple(float(c) for c in self.rows[int(np.argmax(np.linalg.norm(self.rows, axis=1)))])
 
     def accumulate(self, model, cfg) -> None:
         model.accumulate_family(self.family, cfg)
@@ -67,8 +73,10 @@ def field_args(backend, n_particles, gravity, pendulum, dtype) -> FieldArgs:
     """The ``Fields`` bundle for a gravity family (or ``None``) and a pendulum family (or
     ``None``)."""
     xp, dev = backend.xp, backend.kernels.to_device
-    g = xp.asarray(np.asarray(gravity.g if gravity is not None else [], dtype=np.float64), dtype=dtype)
+    g = xp.asarray(gravity.rows.ravel() if gravity is not None else np.zeros(0), dtype=dtype)
+    per = gravity.replica if gravity is not None and gravity.replica is not None else np.zeros(0, np.int32)
+    replica = dev(xp.asarray(per))
     if pendulum is None:
         return FieldArgs(dev(g), dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros((0, 3), dtype=dtype)),
-                         dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros((0, 3), dtype=dtype)))  # fmt: skip
-    return FieldArgs(dev(g), dev(pendulum.slot), dev(pendulum.rho0), dev(pendulum.mg), dev(pendulum.vertical))
+                         dev(xp.zeros(0, dtype=dtype)), dev(xp.zeros((0, 3), dtype=dtype)), replica)  # fmt: skip
+    return FieldArgs(dev(g), dev(pendulum.slot), dev(pendulum.rho0), dev(pendulum.mg), dev(pendulum.vertical), replica)
