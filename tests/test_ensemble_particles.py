@@ -190,6 +190,30 @@ material = "grain"
 """
 
 
+def test_an_explicit_groups_particles_vary_by_row_and_component():
+    """``particles[0].x[0][2]`` moves one particle's height, ``particles[0].rotvec[0]`` its
+    orientation (all three components): each replica's scene has them, the rest as given."""
+    import tomllib
+
+    data = tomllib.loads(DROP)
+    data["particles"][0]["rotvec"] = [[0.0, 0.0, 0.0]]
+    scene = parse_scene(data)
+    vary = ["particles[0].x[0][2]=grid(0.7,1.0)", "particles[0].rotvec[0]=uniform(-0.5,0.5)"]
+    spec = make_particle_spec(scene, 4, vary, 3)
+    assert spec.columns == ["particles[0].x[0][2]", "particles[0].rotvec[0][0]", "particles[0].rotvec[0][1]",
+                            "particles[0].rotvec[0][2]"]  # fmt: skip
+    table = ens.run_ensemble(scene, 4, vary, seed=3, chunk_size=2, steps=10)
+    for i in (0, 3):
+        r = replica_scene(spec, i).particles[0]
+        assert r.x[0] == [0.0, 0.0, table["particles[0].x[0][2]"][i]]
+        assert r.rotvec[0] == [table[f"particles[0].rotvec[0][{c}]"][i] for c in range(3)]
+    np.testing.assert_allclose(table["particles[0].x[0][2]"], [0.7, 0.8, 0.9, 1.0], rtol=1e-15)
+    with pytest.raises(ens.EnsembleSpecError, match="give one particle's row"):
+        make_particle_spec(scene, 4, ["particles[0].x[1]=uniform(0,1)"], 0)
+    with pytest.raises(ens.EnsembleSpecError, match="give one particle's row"):
+        make_particle_spec(scene, 4, ["particles[0].x=uniform(0,1)"], 0)
+
+
 def test_gravity_varies_per_replica(tmp_path):
     # a sphere dropped on a wall from rest: each replica falls in its own field
     path = tmp_path / "drop.toml"

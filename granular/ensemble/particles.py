@@ -6,7 +6,9 @@ the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`
 ``particles[K].KEY`` or ``particles.NAME.KEY`` (group ``K`` or the group named ``NAME``)
     ``velocity``, ``omega``, ``mass``, ``inertia`` for every kind of group, and
     ``center``, ``normal``, ``ring_diameter`` (torus), ``origin``, ``spacing``, ``radius``
-    (lattice), ``radius`` (explicit groups given one radius);
+    (lattice), ``radius`` (explicit groups given one radius); an explicit group's
+    per-particle lists ``x``, ``v``, ``w``, ``rotvec`` (position, velocity, spin,
+    orientation), one particle's row as ``x[k]`` or one component as ``x[k][c]``;
 ``walls[K].KEY``
     ``offset``, ``normal``, ``k``;
 ``bond_families.NAME.KEY``
@@ -67,11 +69,16 @@ from .spec import EnsembleSpecError, _steps, parse_distribution, sample, vary_it
 __all__ = ["ParticleSpec", "check_chunk_memory", "make_particle_spec", "parse_particle_vary", "replica_scene",
            "run_particle_chunk"]
 
+#: A per-particle list of 3-vectors (an explicit group's ``x``, ``v``, ``w``, ``rotvec``):
+#: varied by particle row ``[k]`` or component ``[k][c]``.
+ROWS = -1
+
 #: What each kind of particle group lets vary, with the component count (0: a number).
 GROUP_KEYS = {
     "torus": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "center": 3, "normal": 3, "ring_diameter": 0},
     "lattice": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "origin": 3, "spacing": 0, "radius": 0},
-    "explicit": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "radius": 0},
+    "explicit": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "radius": 0, "x": ROWS, "v": ROWS, "w": ROWS,
+                 "rotvec": ROWS},
     "random": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
     "tori": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
 }
@@ -127,6 +134,14 @@ def _field_error(name, text):
 
 
 def _components(name, index, width):
+    """The component indices ``name`` samples: ``width`` is 0 (a number), a vector's
+    length, or ``(ROWS, n)`` for a list of ``n`` 3-vectors."""
+    if isinstance(width, tuple):
+        rows = width[1]
+        if not index or not 0 <= index[0] < rows or len(index) > 2 or (len(index) == 2 and not 0 <= index[1] < 3):
+            raise _field_error(name, f"give one particle's row [k] (k < {rows}) or one component [k][c] (c < 3) "
+                                     "of this per-particle list")  # fmt: skip
+        return [tuple(index)] if len(index) == 2 else [(index[0], c) for c in range(3)]
     if width == 0:
         if index:
             raise _field_error(name, "is a number; it takes no component index")
@@ -188,6 +203,8 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
             if getattr(scene.particles[item], key) is None:
                 raise _field_error(name, f"the scene does not give particles[{item}].{key}; give a base value there")
             width = allowed[key]
+            if width == ROWS:
+                width = (ROWS, len(getattr(scene.particles[item], key)))
         elif table == "walls":
             if item >= len(scene.walls):
                 raise _field_error(name, f"the scene has {len(scene.walls)} wall(s)")
@@ -250,15 +267,19 @@ def _base(scene, v: ParticleVary):
 
 def _width(scene, v):
     if v.table == "particles":
-        return GROUP_KEYS[scene.particles[v.item].kind][v.key]
+        width = GROUP_KEYS[scene.particles[v.item].kind][v.key]
+        return (ROWS, len(getattr(scene.particles[v.item], v.key))) if width == ROWS else width
     if v.table == "fields":
         return 3
     return WALL_KEYS[v.key] if v.table == "walls" else 0
 
 
 def _column(v, comp) -> str:
-    if comp == tuple(v.index):
+    index = tuple(v.index)
+    if comp == index:
         return v.name
+    if index and comp[: len(index)] == index:  # a row given, its components sampled
+        return v.name + "".join(f"[{c}]" for c in comp[len(index) :])
     return v.name + "".join(f"[{c}]" for c in comp)
 
 
