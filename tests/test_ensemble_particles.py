@@ -212,6 +212,8 @@ def test_an_explicit_groups_particles_vary_by_row_and_component():
         make_particle_spec(scene, 4, ["particles[0].x[1]=uniform(0,1)"], 0)
     with pytest.raises(ens.EnsembleSpecError, match="give one particle's row"):
         make_particle_spec(scene, 4, ["particles[0].x=uniform(0,1)"], 0)
+    with pytest.raises(ens.EnsembleSpecError, match="given twice"):  # a row and one of its components
+        make_particle_spec(scene, 4, ["particles[0].x[0]=uniform(0,1)", "particles[0].x[0][2]=uniform(1,2)"], 0)
 
 
 def test_gravity_varies_per_replica(tmp_path):

@@ -180,3 +180,16 @@ def test_an_ensemble_varies_a_pairs_restitution_per_replica():
         make_particle_spec(scene, 3, ["material_pairs[1].friction=uniform(0,1)"], 0)
     with pytest.raises(ens.EnsembleSpecError, match="does not give material_pairs\\[0\\].rolling_friction"):
         make_particle_spec(scene, 3, ["material_pairs[0].rolling_friction=uniform(0,1)"], 0)
+
+
+def test_a_pair_given_twice_in_a_scene_is_named():
+    text = SCENE.replace('''[[material_pairs]]
+materials = ["glass", "steel"]''', '''[[material_pairs]]
+materials = ["steel", "glass"]
+friction = 0.1
+[[material_pairs]]
+materials = ["glass", "steel"]''')
+    with pytest.raises(SceneError) as exc:
+        parse_scene(tomllib.loads(text))
+    assert any(p == "material_pairs[1].materials" and "given already by material_pairs[0]" in m
+               for p, m in exc.value.errors), exc.value.errors  # fmt: skip

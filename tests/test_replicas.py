@@ -237,3 +237,20 @@ def test_the_stable_step_of_replicas_is_that_of_the_worst_replica():
     both = gr.estimate_stable_step(model).h_max
     alone = min(gr.estimate_stable_step(x.finalize("cpu")).h_max for x in (a, b))
     assert np.isfinite(both) and both == pytest.approx(alone, rel=1e-12)
+
+
+def test_the_stable_step_of_replicas_counts_each_replicas_own_fall():
+    """The collision speed the estimate assumes is the largest of the replicas' own free
+    falls: replica 0 in a strong sideways field (no wall ahead: it falls over its own
+    width), replica 1 high above its floor in a weaker downward one. Measured along the
+    strongest field alone, replica 1's fall would be missed."""
+    from granular.particles.stability import estimate_stable_step
+
+    sideways, high = falling_block(0.0), falling_block(0.0)
+    sideways._gravity = np.array([-50.0, 0.0, 0.0])
+    high._gravity = np.array([0.0, 0.0, -10.0])
+    high._x = [a + np.array([0.0, 0.0, 20.0]) for a in high._x]
+    alone = [estimate_stable_step(b.finalize("cpu")).assumed["speed"] for b in (sideways, high)]
+    assert alone[1] > 1.3 * alone[0]
+    model = replicate([sideways, high]).finalize("cpu")
+    assert estimate_stable_step(model).assumed["speed"] == pytest.approx(max(alone), rel=1e-12)

@@ -238,3 +238,26 @@ def test_damped_limit_is_where_the_amplification_matrix_reaches_one():
             hc = damped_limit(zeta, lagging)
             assert radius(0.999 * hc, zeta, lagging) <= 1.0 + 1e-12
             assert radius(1.001 * hc, zeta, lagging) > 1.0
+
+
+def test_the_estimate_takes_the_limit_of_its_scheme_and_dashpot_velocity():
+    """A damped contact's estimate is ``damped_limit`` of the map and the dashpot velocity:
+    the predicted velocity of (23)/(25) gives the lower limit, (27) and ``half`` the other,
+    in the ratio of the two formulas."""
+    def estimate(scheme, velocity):
+        b = ModelBuilder()
+        b.add_material("glass", 7e10, 0.25, 2500.0, 0.1, 0.0)
+        b.add_particles(np.array([[0.0, 0.0, 0.0101]]), v=[[0.0, 0.0, -1.0]], radius=0.01, material="glass")
+        b.add_wall([0, 0, 1], 0.0, material="glass")
+        b.set_contacts(velocity=velocity)
+        m = b.finalize("cpu")
+        return estimate_stable_step(m, scheme=scheme), m
+
+    pred, m = estimate("verlet", "predicted")
+    zeta = pred.assumed["damping_ratio"]
+    ratio = damped_limit(zeta, True) / damped_limit(zeta, False)
+    assert pred.mode == "dissipative contact" and ratio > 1.5
+    for scheme, velocity in (("verlet", "half"), ("campello", "predicted")):
+        other, _ = estimate(scheme, velocity)
+        assert other.h_max == pytest.approx(ratio * pred.h_max, rel=1e-12), (scheme, velocity)
+    assert estimate("exact", "predicted")[0].h_max == pytest.approx(pred.h_max, rel=1e-12)

@@ -149,7 +149,11 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         scene = load_scene(args.scene)
-        args.backend = get_backend(args.backend or scene.run.backend).name
+        try:
+            args.backend = get_backend(args.backend or scene.run.backend).name
+        except BackendError as exc:
+            given = "--backend" if args.backend else f"the scene's [run] backend = {scene.run.backend!r}"
+            raise BackendError(f"{given}: {exc} (--backend cpu runs the ensemble on the CPU)") from None
         spec = make_any_spec(scene, args.n, args.vary, args.seed, steps=args.steps, time=args.time,
                              backend=args.backend)  # fmt: skip
         particles = isinstance(spec, ParticleSpec)

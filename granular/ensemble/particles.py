@@ -240,8 +240,9 @@ def parse_particle_vary(scene, vary) -> list[ParticleVary]:
         dist = parse_distribution(name, text)
         if dist.kind == "file":
             raise _field_error(name, "file(...) is for body ensembles; use uniform, normal or grid")
-        if (table, item, key, index) in seen:
-            raise _field_error(name, "given twice")
+        for t, i, k, other in seen:  # the same component twice: one whole, one by index
+            if (t, i, k) == (table, item, key) and (other[: len(index)] == index or index[: len(other)] == other):
+                raise _field_error(name, "given twice (the same component by another --vary)")
         seen.add((table, item, key, index))
         out.append(ParticleVary(name, table, item, key, index, dist))
     return out

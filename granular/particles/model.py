@@ -913,7 +913,7 @@ class ModelBuilder:
                 if w[3] >= 0:
                     raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
                                      "materials (the dissipative law), or leave the wall's out")  # fmt: skip
-            if self._pairs:
+            if self._pairs or self._replica_pairs:
                 raise ValueError("set_pair: values were given to pairs of materials but no particle has a material")
             return None
         if (mat < 0).any():

@@ -446,7 +446,10 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
 
     gravity = model.force("gravity")
     speed = float(np.sqrt((v * v).sum(axis=1)).max()) if n else 0.0
-    speed += _fall_speed(model, x, gravity.g) if gravity is not None else 0.0
+    if gravity is not None and gravity.replica is not None:  # each replica falls in its own field
+        speed += max(_fall_speed(model, x[gravity.replica == r], g) for r, g in enumerate(gravity.rows))
+    elif gravity is not None:
+        speed += _fall_speed(model, x, gravity.g)
     assumed["speed"] = speed
 
     # bond ends: (particle, partner, bond)

@@ -358,6 +358,10 @@ def _check_references(scene: Scene, source: str) -> None:
         if not pair.values():
             errors.append((f"material_pairs[{k}]", "gives no value: set restitution, friction, rolling_friction or "
                            "twisting_friction"))  # fmt: skip
+        same = [j for j, other in enumerate(scene.material_pairs[:k]) if sorted(other.materials) == sorted(pair.materials)]
+        if same:
+            errors.append((f"material_pairs[{k}].materials", f"the pair {pair.materials} is given already by "
+                           f"material_pairs[{same[0]}]; give each pair once"))  # fmt: skip
     for k, g in enumerate(scene.particles):
         if g.material is not None and g.material not in mats:
             errors.append((f"particles[{k}].material", f"no material {g.material!r}; defined: {sorted(mats)}"))
@@ -436,7 +440,10 @@ def scene_builder(scene: Scene, source: str = "scene"):
             b.add_material(name, **m.model_dump())
         except ValueError as exc:
             errors.append((f"materials.{name}", str(exc)))
+    failed = {p.split(".", 1)[1] for p, _ in errors if p.startswith("materials.")}
     for k, pair in enumerate(scene.material_pairs):
+        if failed & set(pair.materials):
+            continue  # its material's own error says it
         try:
             b.set_pair(*pair.materials, **pair.values())
         except ValueError as exc:

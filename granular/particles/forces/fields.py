@@ -21,6 +21,8 @@ class UniformGravity:
 
     def __init__(self, backend, g, replica=None):
         self.rows = np.asarray(g, dtype=np.float64).reshape(-1, 3)
+        if len(self.rows) > 1 and replica is None:
+            raise ValueError(f"gravity: {len(self.rows)} rows (one per replica) need each particle's replica")
         self.replica = None if replica is None or len(self.rows) == 1 else np.asarray(replica, dtype=np.int32)
         self.g = tuple(float(c) for c in self.rows[int(np.argmax(np.linalg.norm(self.rows, axis=1)))])
 

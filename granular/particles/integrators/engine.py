@@ -197,7 +197,8 @@ class ParticleEngine:
             rep = self.program.read_report()
             self.blocks += 1
             if rebuild and self.neighbors is not None and self.neighbors.outgrown(rep):
-                self.program.restore()  # on the program's stream, before the regrow's host work
+                self.program.restore()
+                self.program.read_report()  # the restore done before the regrow's host work (rare)
                 self.neighbors.overflowed(rep)
                 self.regrows += 1
                 self._check_binding()
@@ -303,9 +304,8 @@ class ParticleEngine:
         bits = model.backend.to_host(st.status)
         bad = np.flatnonzero(bits & BIT_NOT_FINITE)
         culprit = self._non_finite_entry(int(bad[0])) if bad.size else None  # before the restore
-        self.program.restore()
+        self.program.restore()  # the status bits are not part of the saved state
         self.program.read_report()  # waits for the restore
-        bits = model.backend.to_host(st.status)
         name = SCHEME_NAMES[scheme]
         h = float(h)
         where = f"step {st.step + 1} (t = {st.time:.17g} -> {st.time + h:.17g})"
@@ -325,8 +325,8 @@ class ParticleEngine:
                 step=st.step + 1, particle=i, value=float(rho[i]),
             )  # fmt: skip
         i = int(bad[0]) if bad.size else -1
-        name, row, value = culprit if culprit is not None else ("state", None, math.nan)
-        seen = f": {name} = {np.array2string(row, precision=6)}" if row is not None else ""
+        field, row, value = culprit if culprit is not None else ("state", None, math.nan)
+        seen = f": {field} = {np.array2string(row, precision=6)}" if row is not None else ""
         return NonFiniteError(
             f"{where}: a NaN or infinity appeared in the state or forces of particle {i}{seen} "
             f"({bad.size} particle(s) affected). The state is unchanged.",
