@@ -64,7 +64,9 @@ def main(argv=None) -> int:
     p.add_argument("--steps", default="100,1000,3000")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--energy-time", type=float, default=25.0, help="end time of the torus energy runs")
+    p.add_argument("--precision", default="float64,float32", help="comma list of float64, float32")
     args = p.parse_args(argv)
+    dtypes = [np.dtype(d.strip()).type for d in args.precision.split(",")]
     try:
         gpu = gr.get_backend("gpu")
     except BackendError as exc:
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
     rows = []
     for name, (builder, h) in cases.items():
         for steps in (int(s) for s in args.steps.split(",")):
-            for dtype in (np.float64, np.float32):
+            for dtype in dtypes:
                 cpu = run(builder, "cpu", h, steps, dtype=dtype)
                 graph = run(builder, gpu, h, steps, graphs=True, dtype=dtype)
                 eager = run(builder, gpu, h, steps, graphs=False, dtype=dtype)
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
                       f"|dq| {c['q']:.2e} |dE| {c['energy']:.2e}   graphs == eager: {g['bitwise']}", flush=True)  # fmt: skip
     drift = {}
     for be in ("cpu", gpu):
-        for dtype in (np.float64, np.float32):
+        for dtype in dtypes:
             key = f"{'cpu' if be == 'cpu' else 'gpu'} {np.dtype(dtype).name}"
             drift[key] = energy_drift(torus_builder, be, 5e-4, args.energy_time, dtype)
             print(f"torus energy error to t = {args.energy_time:g}, {key}: {drift[key]:.2e}", flush=True)

@@ -256,7 +256,8 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
     eng = integ.engine(model, state)
     nl = eng.neighbors
     steps = 16
-    while True:  # grow the run until it lasts min_time
+    first = True
+    while True:  # grow the run until it lasts min_time; the first window is never the one reported
         builds0 = nl.builds if nl is not None else 0
         clock = _Clock(eng.program)
         t0, c0 = time.perf_counter(), time.process_time()
@@ -264,9 +265,14 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
         be.synchronize()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         clock.close()
-        if wall >= min_time or steps >= 10**7:
+        # The first window can hold one-time work the warm-up did not reach (a kernel
+        # compiled at the first in-block rebuild, a graph captured for a new step count):
+        # on a GPU that was 3 s in 16 steps of the spheres at N = 10^4. It is run again.
+        if (wall >= min_time and not first) or steps >= 10**7:
             break
-        steps = int(steps * min(10.0, max(2.0, 1.2 * min_time / max(wall, 1e-6))))
+        if wall < min_time:
+            steps = int(steps * min(10.0, max(2.0, 1.2 * min_time / max(wall, 1e-6))))
+        first = False
     rebuild_ms = _rebuild_time(eng, be) if nl is not None else None
     gpu = be.name == "gpu" and not be.simulated
     # On a GPU the host launches and waits; the device's time is the wall time minus the

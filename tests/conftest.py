@@ -43,3 +43,19 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+def pytest_runtest_logreport(report):
+    """With ``GRANULAR_TEST_LOG=path``: each test's outcome, duration and (on failure) its
+    traceback appended to ``path`` as the test ends, so a run stopped by a time limit (a
+    GPU session) still says which tests failed and why. Written by the controlling process
+    only (pytest-xdist forwards every worker's reports to it)."""
+    import os
+
+    path = os.environ.get("GRANULAR_TEST_LOG")
+    if not path or os.environ.get("PYTEST_XDIST_WORKER") or (report.when != "call" and not report.failed):
+        return
+    with open(path, "a") as fh:
+        fh.write(f"{report.outcome.upper()} {report.when} {report.duration:.1f} s {report.nodeid}\n")
+        if report.failed:
+            fh.write(report.longreprtext + "\n\n")

@@ -118,6 +118,11 @@ __all__ = [
 PROJECTIONS = ("hexahedral", "tetrahedral")
 
 
+def _host(a):
+    """``a`` as a host value: a CuPy array copied back, anything else as it is."""
+    return a.get() if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__") else a
+
+
 class ULVCBodies:
     """Fixed parameters of ``n`` rigid bodies in unified local velocity coordinates.
 
@@ -142,13 +147,18 @@ class ULVCBodies:
     def __init__(self, mass, inertia, n=None, projection="hexahedral", l=(1.0, 1.0, 1.0), vertices=None,
                  backend="cpu"):  # fmt: skip
         self.backend = resolve_backend(backend)
-        xp = self.backend.xp
-        m = check_mass(mass, xp)
-        J = check_inertia(inertia, xp)
+        # The parameters are computed on the host with NumPy and then copied to the
+        # backend: a GPU library's batched 6x6 products and inverses can round differently
+        # for different batch sizes (seen on an H200: a body alone and the same body in a
+        # batch of five parted in the last bit of x), while NumPy's are per matrix. So a
+        # body's parameters are the same bits alone, in any batch, and on either backend.
+        xp = np
+        m = check_mass(_host(mass), xp)
+        J = check_inertia(_host(inertia), xp)
         if projection == "hexahedral":
-            b, y = hexahedral_projection(xp.asarray(l, dtype=xp.float64))
+            b, y = hexahedral_projection(xp.asarray(_host(l), dtype=xp.float64))
         elif projection == "tetrahedral":
-            verts = regular_tetrahedron() if vertices is None else vertices
+            verts = regular_tetrahedron() if vertices is None else _host(vertices)
             b, y = tetrahedral_projection(xp.asarray(verts, dtype=xp.float64))
         else:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
@@ -186,6 +196,9 @@ class ULVCBodies:
             axis=-2,
         )
         self.M_inv = self.D @ Minv_ne @ xp.swapaxes(self.D, -1, -2)
+        self._D_host, self._D_inv_host = self.D, self.D_inv
+        for name in ("mass", "J", "J_inv", "b", "y", "D", "D_inv", "M", "M_inv"):
+            setattr(self, name, self.backend.asarray(getattr(self, name)))
 
     @property
     def xp(self):
@@ -194,12 +207,15 @@ class ULVCBodies:
     # ------------------------------------------------------------- velocities
 
     def w_from_velocities(self, U, Omega):
-        """(54): ``w̄ = D̄ [Ū, Ω̄]``; ``U``, ``Omega``: (N, 3) [L/T], [1/T] → (N, 6) [L/T]."""
-        return w_from_velocities(self.D, U, Omega)
+        """(54): ``w̄ = D̄ [Ū, Ω̄]``; ``U``, ``Omega``: (N, 3) [L/T], [1/T] → (N, 6) [L/T].
+        Computed on the host, like the parameters (the same bits alone and in a batch)."""
+        return self.backend.asarray(w_from_velocities(self._D_host, _host(U), _host(Omega)))
 
     def velocities(self, w):
-        """(71): ``[Ū, Ω̄] = D̄⁻¹ w̄``; ``w``: (N, 6) → ``U`` (N, 3) [L/T], ``Omega`` (N, 3) [1/T]."""
-        return velocities_from_w(self.D_inv, w)
+        """(71): ``[Ū, Ω̄] = D̄⁻¹ w̄``; ``w``: (N, 6) → ``U`` (N, 3) [L/T], ``Omega`` (N, 3) [1/T].
+        Computed on the host, like the parameters (the same bits alone and in a batch)."""
+        U, Om = velocities_from_w(self._D_inv_host, _host(w))
+        return self.backend.asarray(U), self.backend.asarray(Om)
 
     def state(self, R=None, x=None, U=None, Omega=None):
         """A :class:`ULVCState` from ``R`` (N, 3, 3) [-] (default I), ``x`` (N, 3) [L]
@@ -295,7 +311,8 @@ class NewtonEulerState(BodyState):
 def to_newton_euler(bodies, state):
     """The :class:`NewtonEulerState` of a :class:`ULVCState` (``v = R D̄⁻¹ w̄`` part)."""
     U, Om = bodies.velocities(state.w)
-    return NewtonEulerState(R=state.R.copy(), x=state.x.copy(), v=rot.matvec(state.R, U), Omega=Om.copy(), t=state.t,
+    v = bodies.backend.asarray(rot.matvec(_host(state.R), _host(U)))  # on the host, as ULVCBodies.velocities
+    return NewtonEulerState(R=state.R.copy(), x=state.x.copy(), v=v, Omega=Om.copy(), t=state.t,
                             step=state.step)  # fmt: skip
 
 
