@@ -107,8 +107,12 @@ def dot(a, b):
 def matvec(A, v):
     """``A v`` over the last two axes, broadcasting the leading ones (NumPy or CuPy).
 
-    A matrix shared by all rows (``A`` of shape (m, k), or (1, m, k) with ``v`` of shape
-    (N, k)) becomes one matrix product ``v Aᵀ``.
+    Each entry is the explicit sum ``(A v)_i = A_i0 v_0 + A_i1 v_1 + ...``, added from the
+    left, one elementwise product and sum per column: every row of the result is computed
+    with the same operations whatever the stacking of ``A`` and ``v`` (one matrix for all
+    rows, one per row, a batch of one or of a million), on NumPy and on CuPy alike. A
+    matrix product (BLAS or cuBLAS) may round a row differently depending on the batch
+    around it, so a body alone and the same body in a batch would part in the last bit.
 
     Parameters
     ----------
@@ -122,13 +126,23 @@ def matvec(A, v):
     array, (..., m) float
         The products.
     """
-    if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
-        return v @ A.reshape(A.shape[-2:]).T
-    return (A @ v[..., None])[..., 0]
+    k = A.shape[-1]
+    if v.shape[-1:] != (k,):
+        raise ValueError(f"matvec: A has {k} columns, v has shape {tuple(v.shape)}")
+    if k == 0:
+        xp = array_module(A, v)
+        shape = np.broadcast_shapes(A.shape[:-1], v.shape[:-1] + (1,))
+        return xp.zeros(shape, dtype=xp.result_type(A, v))
+    out = A[..., :, 0] * v[..., None, 0]
+    for j in range(1, k):
+        out = out + A[..., :, j] * v[..., None, j]
+    return out
 
 
 def matvec_t(A, v):
-    """``Aᵀ v`` over the last two axes, broadcasting the leading ones (see :func:`matvec`).
+    """``Aᵀ v`` over the last two axes, broadcasting the leading ones: the explicit sum
+    ``(Aᵀ v)_j = A_0j v_0 + A_1j v_1 + ...`` from the left, the same operations for every
+    row whatever the stacking (see :func:`matvec`).
 
     Parameters
     ----------
@@ -142,9 +156,17 @@ def matvec_t(A, v):
     array, (..., k) float
         The products.
     """
-    if A.ndim == 2 or (A.ndim == 3 and A.shape[0] == 1 and v.ndim == 2):
-        return v @ A.reshape(A.shape[-2:])
-    return (v[..., None, :] @ A)[..., 0, :]
+    m = A.shape[-2]
+    if v.shape[-1:] != (m,):
+        raise ValueError(f"matvec_t: A has {m} rows, v has shape {tuple(v.shape)}")
+    if m == 0:
+        xp = array_module(A, v)
+        shape = np.broadcast_shapes(A.shape[:-2] + A.shape[-1:], v.shape[:-1] + (1,))
+        return xp.zeros(shape, dtype=xp.result_type(A, v))
+    out = A[..., 0, :] * v[..., 0, None]
+    for i in range(1, m):
+        out = out + A[..., i, :] * v[..., i, None]
+    return out
 
 
 def cross(a, b):
