@@ -57,6 +57,7 @@ __all__ = [
     "check_step",
     "count",
     "body_kernels",
+    "host",
 ]
 
 # failure kinds written by the kernels in column 0 of the status array
@@ -171,6 +172,17 @@ def _field_names(cls) -> tuple:
 
 
 _KERNEL_MODULES = {"cpu": "kernels.bodies_cpu", "gpu": "kernels.bodies_cuda"}
+
+
+def host(a):
+    """``a`` as a host value: a CuPy array copied back to NumPy, anything else as it is.
+
+    The schemes set up their per-body parameters on the host with NumPy, whose products
+    and inverses are computed matrix by matrix, and copy them to the backend afterwards:
+    a GPU library's batched products and inverses can round differently for different
+    batch sizes, so a body alone and the same body in a batch would part in the last bit.
+    """
+    return a.get() if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__") else a
 
 
 def body_kernels(backend):

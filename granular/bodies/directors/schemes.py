@@ -71,7 +71,7 @@ from typing import Callable
 import numpy as np
 
 from ... import rotations as rot
-from ..core import BodyState, Scheme
+from ..core import BodyState, Scheme, host
 
 __all__ = [
     "CONSTRAINT_PAIRS",
@@ -248,14 +248,16 @@ class ExternalMoment:
         return ms, c
 
 
-def _rows_of(a, n, name, widths):
-    xp = rot.array_module(a)
+def _rows_of(a, n, name, widths, xp=None):
+    """``a`` as a contiguous, writable (n, w) float64 array (a copy) on ``xp`` (default: the
+    array module of ``a``); a kernel argument may not be a read-only broadcast view."""
+    xp = rot.array_module(a) if xp is None else xp
     a = xp.asarray(a, dtype=xp.float64)
     if a.ndim == 1:
         a = a[None]
     if a.ndim != 2 or a.shape[1] not in widths or a.shape[0] not in (1, n):
         raise ValueError(f"{name} must have shape ({widths[-1]},) or ({n}, {widths[-1]}), got {tuple(a.shape)}")
-    return xp.broadcast_to(a, (n, a.shape[1]))
+    return xp.broadcast_to(a, (n, a.shape[1])).copy()
 
 
 def _moment(ms, c, d):
@@ -340,12 +342,13 @@ class DirectorScheme(Scheme):
 
     def __init__(self, inertia=None, *, euler=None, n=None, backend="cpu", moment=None, rtol=1e-10, max_iter=25):
         self._init_backend(backend)
-        xp = self.xp
         if (inertia is None) == (euler is None):
             raise ValueError("give exactly one of inertia (J) and euler (Euler coefficients 𝒥)")
         src = inertia if euler is None else euler
         name = "inertia" if euler is None else "euler"
-        arr = xp.asarray(src, dtype=xp.float64)
+        # checked and set up on the host with NumPy (per matrix), then copied to the
+        # backend: a body's parameters are the same bits alone and in any batch
+        arr = np.asarray(host(src), dtype=np.float64)
         if arr.ndim not in (2, 3):
             raise ValueError(f"{name} must have shape (3, 3) or (N, 3, 3), got {tuple(arr.shape)}")
         if arr.ndim == 2:
@@ -356,24 +359,26 @@ class DirectorScheme(Scheme):
         if n is None or int(n) != n or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         self.n = n = int(n)
-        arr = _as_stack(xp, arr, n, name, (3, 3))
-        if not bool(xp.isfinite(arr).all()):
+        arr = _as_stack(np, arr, n, name, (3, 3))
+        if not bool(np.isfinite(arr).all()):
             raise ValueError(f"{name} must be finite")
         scale = float(abs(arr).max())
         if not bool((abs(arr - arr.swapaxes(1, 2)) <= 1e-12 * scale).all()):
             raise ValueError(f"{name} must be symmetric (to 1e-12 relative)")
         arr = 0.5 * (arr + arr.swapaxes(1, 2))
-        self.euler = xp.ascontiguousarray(euler_coefficients(arr) if euler is None else arr)
-        self.inertia = inertia_from_euler(self.euler)
-        eig = xp.linalg.eigvalsh(self.euler)
+        E = np.ascontiguousarray(euler_coefficients(arr) if euler is None else arr)
+        eig = np.linalg.eigvalsh(E)
         if not bool((eig > 0.0).all()):
-            b = int(xp.nonzero((eig <= 0.0).any(axis=1))[0][0])
+            b = int(np.nonzero((eig <= 0.0).any(axis=1))[0][0])
             raise ValueError(
                 f"{name}: Euler coefficients 𝒥 = ½ tr(J) I - J must be positive definite (principal moments of J "
-                f"obeying the strict triangle inequality); body {b} has eigenvalues {self.backend.to_host(eig[b])}"
+                f"obeying the strict triangle inequality); body {b} has eigenvalues {eig[b]}"
             )
+        be = self.backend
+        self.euler = be.asarray(E)
+        self.inertia = be.asarray(inertia_from_euler(E))
+        self.euler_inv = be.asarray(np.ascontiguousarray(np.linalg.inv(E)))
         self._check_inertia(scale)
-        self.euler_inv = xp.ascontiguousarray(xp.linalg.inv(self.euler))
         if moment is not None and not isinstance(moment, ExternalMoment):
             raise ValueError("moment must be an ExternalMoment or None")
         self.moment = moment
@@ -385,7 +390,7 @@ class DirectorScheme(Scheme):
             raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
         self.max_iter = int(max_iter)
         self.k = 15 + int(self.nonholonomic)
-        self._no_load = xp.zeros((1, 1, 3))
+        self._no_load = self.xp.zeros((1, 1, 3))
 
     # hooks for subclasses
     def _check_inertia(self, scale):
@@ -460,10 +465,10 @@ class DirectorScheme(Scheme):
                     self._check_width(v[1])
                 mc = xp.stack([_pad3(xp, v[1]) for v in vals])
             return flags, xp.ascontiguousarray(ms), xp.ascontiguousarray(mc), xp.ones((1, len(offsets)))
-        ms = self._no_load if m.spatial is None else _rows_of(m.spatial, n, "moment.spatial", (3,))[None]
+        ms = self._no_load if m.spatial is None else _rows_of(m.spatial, n, "moment.spatial", (3,), xp)[None]
         mc = self._no_load
         if m.material is not None:
-            c = _rows_of(m.material, n, "moment.material", (2, 3))
+            c = _rows_of(m.material, n, "moment.material", (2, 3), xp)
             self._check_width(c)
             mc = _pad3(xp, c)[None]
         prof = np.array([[m.factor(t) for t in row] for row in times])

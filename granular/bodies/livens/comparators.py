@@ -45,6 +45,8 @@ the midpoint flag for MPL, ``hamiltonian_body`` for EMH and MPH).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import rotations as rot
 from ...rotations import array_module
 from .rigid import EML, QuaternionBodies, _t, quat_ebar, quat_G
@@ -59,7 +61,7 @@ def quat_Q(a):
 
 def omega_tilde(q, p):
     """``ω̃ = Q(q)ᵀ p = (q·p, G(q) p)``: (..., 4), (..., 4) → (..., 4) [M L²/T]."""
-    return (p[..., None, :] @ quat_Q(q))[..., 0, :]
+    return rot.matvec_t(quat_Q(q), p)
 
 
 def _B(p):
@@ -86,11 +88,11 @@ class _Hamiltonian(QuaternionBodies):
 
     def __init__(self, inertia, **kwargs):
         super().__init__(inertia, **kwargs)
-        xp = self.xp
-        W = xp.zeros((self.n, 4, 4))
-        W[:, 0, 0] = 1.0 / (2.0 * xp.trace(self.J, axis1=1, axis2=2))
-        W[:, 1:, 1:] = 0.25 * xp.linalg.inv(self.J)
-        self.W = W
+        J = self._J_host  # on the host, per matrix, as the base class's parameters
+        W = np.zeros((self.n, 4, 4))
+        W[:, 0, 0] = 1.0 / (2.0 * (J[:, 0, 0] + J[:, 1, 1] + J[:, 2, 2]))
+        W[:, 1:, 1:] = 0.25 * np.linalg.inv(J)
+        self.W = self.backend.asarray(W)
 
     def _launch(self, state, out, h, k, status, value):
         self.kernels.livens_hamiltonian(int(self.equivariant), k, h, self.rtol, self.max_iter, self.H_V, self.W,

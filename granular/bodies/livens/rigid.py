@@ -87,7 +87,7 @@ from functools import lru_cache
 import numpy as np
 
 from ... import rotations as rot
-from ..core import Scheme
+from ..core import Scheme, host
 from .schemes import LivensState, as_rows
 
 __all__ = [
@@ -284,8 +284,10 @@ class QuaternionBodies(Scheme):
         if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
             raise ValueError(f"max_iter: the Newton iteration cap must be an integer >= 1, got {max_iter!r}")
         self.rtol, self.max_iter = float(rtol), int(max_iter)
-        xp = self.xp
-        arr = xp.asarray(inertia, dtype=xp.float64)
+        # The parameters are checked and set up on the host with NumPy (per matrix), then
+        # copied to the backend: a body's parameters are the same bits alone and in any
+        # batch (a GPU library's batched products may round by batch size).
+        arr = np.asarray(host(inertia), dtype=np.float64)
         if arr.ndim not in (2, 3) or tuple(arr.shape[-2:]) != (3, 3):
             raise ValueError(f"inertia must have shape (3, 3) or (N, 3, 3), got {tuple(arr.shape)}")
         if arr.ndim == 3:
@@ -293,22 +295,26 @@ class QuaternionBodies(Scheme):
         if n is None or isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f"n: the number of bodies must be a positive integer, got {n!r}")
         self.n = n = int(n)
-        J = as_rows(xp, arr, n, "inertia", (3, 3))
+        J = as_rows(np, arr, n, "inertia", (3, 3))
         scale = float(abs(J).max())
         if not bool((abs(J - J.swapaxes(1, 2)) <= 1e-12 * scale).all()):
             raise ValueError("inertia must be symmetric (to 1e-12 relative)")
-        self.J = 0.5 * (J + J.swapaxes(1, 2))
-        eig = xp.linalg.eigvalsh(self.J)
+        J = 0.5 * (J + J.swapaxes(1, 2))
+        eig = np.linalg.eigvalsh(J)
         if not bool((eig > 0.0).all()):
-            b = int(xp.nonzero((eig <= 0.0).any(axis=1))[0][0])
-            raise ValueError(f"inertia must be positive definite; body {b} has eigenvalues {self.backend.to_host(eig[b])}")
-        self.mass = as_rows(xp, mass, n, "mass")
-        if not bool((self.mass >= 0.0).all()):
+            b = int(np.nonzero((eig <= 0.0).any(axis=1))[0][0])
+            raise ValueError(f"inertia must be positive definite; body {b} has eigenvalues {eig[b]}")
+        mass = as_rows(np, host(mass), n, "mass")
+        if not bool((mass >= 0.0).all()):
             raise ValueError("mass must be >= 0")
-        self.center_of_mass = as_rows(xp, center_of_mass, n, "center_of_mass", (3,))
-        self.gravity = as_rows(xp, gravity, n, "gravity", (3,))
+        com = as_rows(np, host(center_of_mass), n, "center_of_mass", (3,))
+        gravity = as_rows(np, host(gravity), n, "gravity", (3,))
         # V = -m g·R(q) X_c = ½ qᵀ H_V q (115)
-        self.H_V = xp.ascontiguousarray(point_hessian(-self.mass[:, None] * self.gravity, self.center_of_mass))
+        H_V = np.ascontiguousarray(point_hessian(-mass[:, None] * gravity, com))
+        self._J_host = J
+        be = self.backend
+        self.J, self.mass, self.center_of_mass = be.asarray(J), be.asarray(mass), be.asarray(com)
+        self.gravity, self.H_V = be.asarray(gravity), be.asarray(H_V)
 
     # ---------------------------------------------------------------- state
     def state(self, q, *, Omega=None, omega=None, t=0.0, tol=1e-10) -> LivensState:
@@ -331,7 +337,10 @@ class QuaternionBodies(Scheme):
             v = velocity_from_body_rate(q, as_rows(xp, Omega, n, "Omega", (3,)))
         else:
             v = velocity_from_spatial_rate(q, as_rows(xp, omega, n, "omega", (3,)))
-        p = rot.matvec(quat_mass_matrix(q, self.J), v)
+        # p_0 = M4(q) v = 4 G(q)ᵀ J G(q) v, as matrix-vector sums only (:func:`rot.matvec`
+        # computes every row alike, whatever the batch)
+        G = quat_G(q)
+        p = 2.0 * rot.matvec_t(G, rot.matvec(self.J, 2.0 * rot.matvec(G, v)))
         z = xp.zeros(n, dtype=xp.int64)
         return LivensState(q.copy(), v, p, xp.zeros((n, 1)), v.copy(), z, z.copy(), t=float(t))
 

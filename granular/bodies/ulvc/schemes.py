@@ -60,6 +60,7 @@ import numpy as np
 from ... import rotations as rot
 from ...backend import resolve_backend
 from ..core import BodyState, Scheme, check_step
+from ..core import host as _host
 from .coordinates import (
     check_inertia,
     check_mass,
@@ -116,11 +117,6 @@ __all__ = [
 ]
 
 PROJECTIONS = ("hexahedral", "tetrahedral")
-
-
-def _host(a):
-    """``a`` as a host value: a CuPy array copied back, anything else as it is."""
-    return a.get() if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__") else a
 
 
 class ULVCBodies:
