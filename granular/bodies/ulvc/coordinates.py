@@ -45,6 +45,7 @@ import numpy as np
 
 from ... import rotations as rot
 from ...rotations import array_module, skew
+from ...rotations.so3 import _coefficients
 
 __all__ = [
     "hexahedral_projection",
@@ -333,7 +334,7 @@ def inverse_tangent_w_closed_form(n, D_inv):
     """
     xp = array_module(n, D_inv)
     nR = n[..., 3:]
-    _, (k1, dk1) = rot._coefficients(nR, "k1", "dk1")
+    _, (k1, dk1) = _coefficients(nR, "k1", "dk1")
     k1 = k1[..., None, None]
     k2 = (rot.dot(nR, n[..., :3]) * dk1)[..., None, None]
     eye = xp.eye(3)
