@@ -16,7 +16,7 @@ Quick start (a spinning top on a pendulum; runs as written)::
     print(gr.diagnostics.energies(model, state))
 """
 
-from . import _compat, rotations
+from . import rotations
 from ._version import __version__
 from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
@@ -26,8 +26,6 @@ from .particles.model import Model, ModelBuilder
 from .particles.replicas import replica_diagnostics, replicate
 from .particles.stability import StepEstimate, estimate_stable_step
 from .particles.state import State
-
-_compat.install()  # old module paths (moved in 0.2) keep working, with a DeprecationWarning
 
 
 #: Names of the run layer, imported on first use: ``import granular`` stays light (no
@@ -40,7 +38,7 @@ def __getattr__(name):
         from .run import simulation
 
         return getattr(simulation, name)
-    return _compat.package_getattr(__name__, name)  # granular.model, granular.integrators, ...: moved in 0.2
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

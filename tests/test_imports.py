@@ -150,27 +150,3 @@ def test_project_modules_are_imported_at_the_top():
                     inside += [(name, t) for t in _targets(mods, name, node) if (name, t) not in LAZY]
     assert inside == []
 
-
-def test_no_module_imports_a_deprecated_path():
-    # the old paths of moved modules are for users, for one release; the package uses the new ones
-    from granular._compat import MOVED
-
-    old = ("granular.simulation", *MOVED)
-    mods = _modules()
-    found = []
-    for name, path in mods.items():
-        if name in old:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-                base = ".".join(pkg[: len(pkg) - (node.level - 1)] + ([node.module] if node.module else []))
-                names = [base] + [f"{base}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            found += [(name, n) for n in names if any(n == o or n.startswith(o + ".") for o in old)]
-    assert found == []
