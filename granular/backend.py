@@ -28,11 +28,9 @@ from types import ModuleType
 
 import numpy as np
 
+from .errors import BackendError
+
 BACKEND_NAMES = ("auto", "cpu", "gpu")
-
-
-class BackendError(RuntimeError):
-    """A requested backend is not available on this machine."""
 
 
 @dataclass(frozen=True)

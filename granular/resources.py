@@ -21,6 +21,7 @@ import shutil
 
 import numpy as np
 
+from .errors import ResourceError
 from .particles.neighbors import BUCKET_DEPTH
 
 #: Bytes of the interpreter, Numba and the libraries, before any particle [host].
@@ -29,10 +30,6 @@ HOST_BASELINE = 300 * 2**20
 DEVICE_BASELINE = 64 * 2**20
 #: Initial neighbour-list capacity (slots per particle; :class:`granular.particles.neighbors.NeighborList`).
 NEIGHBOR_CAPACITY = 16
-
-
-class ResourceError(ValueError):
-    """Not enough memory or disk for a run; the message names what is needed and what is there."""
 
 
 def bytes_per_item(dtype) -> dict:

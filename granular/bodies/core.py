@@ -36,13 +36,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import math
 
 import numpy as np
 
 from ..backend import resolve_backend
 from ..checks import check_step, count
-from ..particles.integrators import IntegrationError, NonFiniteError
+from ..errors import BodyError, NewtonError, NonFiniteBodyError
+from ..errors import BodyStepSizeError as StepSizeError
 
 __all__ = [
     "BodyError",
@@ -70,44 +70,6 @@ _KIND_TEXT = {
     STEP_UNDERFLOW: "step size underflow",
     TOO_MANY_STEPS: "too many step attempts",
 }
-
-
-# ---------------------------------------------------------------------------- errors
-
-
-class BodyError(IntegrationError):
-    """A body scheme could not take a step; the state is left before that step.
-
-    Attributes: ``body`` (index in the batch), ``step`` (number of the failing step,
-    counted from the state's first step), ``quantity`` (name of what failed, e.g.
-    ``"newton residual"`` or ``"w"``), ``value`` (its value: a residual norm, a step
-    size, NaN for a non-finite state), ``scheme`` (registry name).
-    """
-
-    def __init__(self, message, *, body, step, quantity, value, scheme=""):
-        super().__init__(message, step=step, particle=body, value=value)
-        self.body, self.quantity, self.scheme = body, quantity, scheme
-
-
-class NewtonError(BodyError):
-    """The Newton iteration of an implicit scheme failed for a body (not converged,
-    singular or non-finite Jacobian). Extra attributes: ``reason``, ``residual``
-    (``‖r‖∞`` at the last iterate), ``iterations``, ``max_iter``, ``failed`` (bodies of
-    the batch that failed)."""
-
-    def __init__(self, message, *, body, step, reason, residual, iterations, max_iter, failed=1, update=math.nan,
-                 scheme=""):  # fmt: skip
-        super().__init__(message, body=body, step=step, quantity="newton residual", value=residual, scheme=scheme)
-        self.reason, self.residual, self.iterations = reason, float(residual), int(iterations)
-        self.max_iter, self.failed, self.update = int(max_iter), int(failed), float(update)
-
-
-class NonFiniteBodyError(BodyError, NonFiniteError):
-    """A NaN or infinity appeared in a body's state."""
-
-
-class StepSizeError(BodyError):
-    """An adaptive scheme's step size underflowed, or it ran out of step attempts."""
 
 
 # ---------------------------------------------------------------------------- state

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bodies.scenes.config import _COMMON_ARRAYS, ARRAY_KEYS, parse_bodies
+from ..errors import EnsembleSpecError
 from ..run.scene import load_scene
 
 __all__ = ["Distribution", "EnsembleSpec", "EnsembleSpecError", "chunk_bounds", "chunk_table", "make_spec", "parse_vary", "sample"]
@@ -20,10 +21,6 @@ _FORMS = "uniform(a,b), normal(mu,sigma), grid(a,b), file(path.npy)"
 _DEFAULT_ZERO = {"omega": (3,), "omega_body": (3,), "position": (3,), "velocity": (3,), "xy": (2,), "rotvec": (3,)}
 _MASS_DEFAULT = {"ulvc": 1.0, "livens": 0.0}
 _POSITION_KEYS = {"ulvc": "position", "livens": "position", "rolling_ball": "xy"}
-
-
-class EnsembleSpecError(ValueError):
-    """A bad ``--vary`` field or distribution, or a bad ensemble argument."""
 
 
 @dataclass(frozen=True)

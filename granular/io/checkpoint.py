@@ -18,17 +18,11 @@ import zipfile
 
 import numpy as np
 
+from ..errors import CheckpointError
 from ._atomic import atomic_write
 
 #: Reserved array name holding the JSON-encoded meta data.
 META_KEY = "__granular_meta__"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be written or read; the message names the path and why.
-
-    A subclass of ``ValueError``.
-    """
 
 
 def _host_array(path, name, value) -> np.ndarray:

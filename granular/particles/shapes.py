@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..errors import PackingError
 from .model import ModelBuilder
 
 
@@ -295,28 +296,6 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         b.set_contacts(kpp, search=search)
         b.add_wall([1.0, 0.0, 0.0], 0.0, k=kpp)
     return b
-
-
-class PackingError(ValueError):
-    """A random packing that cannot be made; ``field``: the argument to change.
-
-    Parameters
-    ----------
-    message : str
-        What went wrong.
-    field : str
-        The argument of :func:`random_packing` to change (``"count"``, ``"box"`` or
-        ``"radius"``).
-
-    Attributes
-    ----------
-    field : str
-        As given.
-    """
-
-    def __init__(self, message, field):
-        super().__init__(message)
-        self.field = field
 
 
 def random_packing(count, box, radius=0.5, seed=0, max_attempts=200):

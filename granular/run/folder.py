@@ -20,15 +20,13 @@ import json
 import os
 import shutil
 
+from ..errors import OutDirError
+
 #: What ``granular run`` writes into ``--out``.
 RUN_FILES = frozenset({"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu"})
 #: What ``granular ensemble`` writes into ``--out``.
 ENSEMBLE_FILES = frozenset({"summaries.npz", "summaries.parquet", "histograms.png", "ensemble.json", "subsample",
                             "chunks"})  # fmt: skip
-
-
-class OutDirError(ValueError):
-    """``--out`` cannot be used as asked; the message says why and what to do."""
 
 
 def _describe_run(out) -> str:
