@@ -119,3 +119,23 @@ def test_body_time_is_the_clock_not_a_running_sum():
         s.t = 10.0  # by hand
         sch.advance(s, 0.1, 30)
         assert s.t == 10.0 + 30 * 0.1, name
+
+
+def test_the_package_docstring_lists_every_module():
+    """The table in granular.bodies' docstring names every module of the package (or its
+    package, for ``scenes``), and every name in it is a module."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    import granular.bodies as bodies
+
+    listed = set(re.findall(r"^``([a-z_.]+)``\s", bodies.__doc__, flags=re.M))
+    for name in listed:
+        importlib.import_module(f"granular.bodies.{name}")
+    root = Path(bodies.__file__).parent
+    modules = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+               for p in root.rglob("*.py") if p.name != "__init__.py" or p.parent != root}  # fmt: skip
+    missing = sorted(m for m in modules if not any(m == n or m.startswith(n + ".") for n in listed)
+                     and m not in {"directors", "livens", "rolling_ball", "ulvc"})  # fmt: skip
+    assert missing == []
