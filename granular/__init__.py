@@ -27,7 +27,6 @@ from .particles.replicas import replica_diagnostics, replicate
 from .particles.stability import StepEstimate, estimate_stable_step
 from .particles.state import State
 
-
 #: Names of the run layer, imported on first use: ``import granular`` stays light (no
 #: pydantic, SciPy or the scene schema until a run needs them).
 RUN_NAMES = ("Simulation", "load_state", "save_state")
