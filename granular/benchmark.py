@@ -81,7 +81,7 @@ def spheres_builder(n_total: int, spacing: float = 0.98, seed: int = 0, kpp: flo
 # --------------------------------------------------------------------- traffic
 
 
-def bytes_per_step(model) -> int:
+def bytes_per_step(model, state=None) -> int:
     """Bytes a step moves between the kernels and memory, counting each array a kernel
     reads or writes once (neighbours' positions reread from cache are not counted): the
     compulsory traffic of the launches of one step, a lower bound that the achieved
@@ -99,7 +99,8 @@ def bytes_per_step(model) -> int:
     f = model.dtype.itemsize
     n, nb = model.n, model.n_bonds
     contacts = model.force("contacts")
-    listed = contacts is not None and contacts.neighbors is not None
+    nl = model.neighbors_of(state) if contacts is not None else None
+    listed = nl is not None
     total = n * ((19 + 2) * f + 13 * f + (3 * f if listed else 0))  # advance
     forces = n * ((3 + 4 + 3) * f + 12 * f + 6 * f)  # x, q, m, J, r; v and Ω in and out; F, RM
     gravity = model.force("gravity")
@@ -114,11 +115,10 @@ def bytes_per_step(model) -> int:
         else:
             forces += 2 * nb * bond_data
     if listed:
-        nl = contacts.neighbors
         rows = int(model.backend.to_host(nl.count).sum()) if nl.valid else 0
         forces += n * 4 + rows * 4
-        if contacts.law is not None:
-            # the dissipative law: the velocities it sees (vp, wp: written by the advance,
+        if model.law.history:
+            # a law with history (the dissipative law): the velocities it sees (vp, wp: written by the advance,
             # read by the contact passes), the dissipated-energy ledger and the wall
             # springs read and written; a one-byte flag per listed slot (live, and got
             # for the slots of the per-pair pass). Per contact holding springs (``held``
@@ -213,7 +213,7 @@ def model_bytes(model, state) -> int:
         objs += [state._engine]
         for a in state._engine._saved:
             add(a)
-    nl = getattr(model.force("contacts"), "neighbors", None)
+    nl = getattr(state, "neighbors", None)
     if nl is not None:
         objs.append(nl)
     for obj in objs:
@@ -278,7 +278,7 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
     # On a GPU the host launches and waits; the device's time is the wall time minus the
     # host's own work between waits. On the CPU the kernels are the host's work.
     host = (wall - clock.wait) if gpu else cpu / max(1, os.cpu_count() or 1)
-    traffic = bytes_per_step(model)
+    traffic = bytes_per_step(model, state)
     return {
         "workload": label,
         "backend": be.name,

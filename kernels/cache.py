@@ -33,12 +33,17 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources_digest() -> str:
+    """A hash of the Numba version and every ``.py`` file under ``kernels/`` (the laws of
+    ``kernels/contact_laws`` included)."""
     h = hashlib.sha256(numba.__version__.encode())
-    for name in sorted(os.listdir(_HERE)):
-        if name.endswith(".py"):
-            h.update(name.encode())
-            with open(os.path.join(_HERE, name), "rb") as fh:
-                h.update(fh.read())
+    for folder, dirs, files in sorted(os.walk(_HERE)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, _HERE).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
     return h.hexdigest()[:16]
 
 
@@ -106,6 +111,34 @@ def _save_data_first(self, key, data):
     self._save_data(data_name, data)
     overloads[key] = data_name
     self._save_index(overloads)
+
+
+def keyed(fn, key: str):
+    """Mark ``fn`` (a function about to be compiled with ``cache=True``) to be cached
+    under ``key`` instead of Numba's hash of its closure's contents.
+
+    The kernels of each contact law are closures made by one factory
+    (:func:`kernels.cpu.for_law`), so they share a file name and a qualified name, and
+    Numba tells them apart by pickling the closure: its compiled functions pickle with a
+    random id per process, so no entry would ever be found again. The cache directory is
+    already keyed by every kernel source (:func:`sources_digest`), so the law's name is
+    all that distinguishes two entries of one function."""
+    fn.__granular_cache_key__ = str(key)
+    return fn
+
+
+def _index_key(self, sig, codegen):
+    key = getattr(self._py_func, "__granular_cache_key__", None)
+    if key is None:
+        return _numba_index_key(self, sig, codegen)
+    digest = hashlib.sha256
+    return (sig, codegen.magic_tuple(), (digest(self._py_func.__code__.co_code).hexdigest(),
+                                         digest(key.encode()).hexdigest()))  # fmt: skip
+
+
+_numba_index_key = getattr(caching.Cache, "_granular_numba_index_key", caching.Cache._index_key)
+caching.Cache._granular_numba_index_key = _numba_index_key
+caching.Cache._index_key = _index_key
 
 
 def _serialize_cache_writes():

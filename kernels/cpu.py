@@ -19,6 +19,8 @@ bonds are evaluated once each in a per-bond pass, then gathered per particle
 (:data:`PER_BOND_PASS`; each end evaluating its bonds itself is 2-3x slower per bond here
 because of the scattered reads).
 
+The kernels are compiled once per contact law (:func:`for_law`, the law's scalar
+functions inlined into the loops of :mod:`kernels.contacts`), and cached on disk per law.
 The launchers have the names and arguments of their twins in :mod:`kernels.cuda`
 (:class:`kernels.program.Program` drives both).
 """
@@ -28,8 +30,10 @@ from numba import get_num_threads, njit, prange
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic
 
+from types import SimpleNamespace
+
 from . import grid, interactions, particles
-from .cache import keyed_cache
+from .cache import keyed, keyed_cache
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -63,28 +67,12 @@ PER_CONTACT_PASS = True
 name = "cpu"
 simulated = False
 
-# Every function compiled below is cached under a directory keyed by the kernel sources.
+# Functions compiled below are cached under a directory keyed by the kernel sources.
 _cache = keyed_cache().__enter__()
 
 # Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
 # inline across separately compiled functions returning tuples.
 _jit = njit(inline="always", error_model="numpy")
-_P = particles.build(_jit)
-_I = interactions.build(_jit, _P)
-_G = grid.build(_jit)
-
-_advance_body = _P.advance_body
-_forces_body = _I.forces_body
-_bond_eval_body = _I.bond_eval_body
-_granular_pair_body = _I.granular_pair_body
-_save_body = _P.save_body
-_family_forces_body = _I.family_forces_body
-_diagnostics_body = _I.diagnostics_body
-_bond_measures_body = _I.bond_measures_body
-_build_body = _G.build_body
-_keep_body = _G.keep_body
-_report_values = _P.report_values
-_bucket_of = _G.bucket_of
 
 # IEEE arithmetic as on the GPU (``error_model="numpy"``): a division by zero gives an
 # infinity or a NaN, which the step's finiteness checks report, instead of a Python
@@ -148,403 +136,449 @@ def _chunk(c, nchunks, n):
     return lo, min(n, lo + size)
 
 
-# --------------------------------------------------------------- range functions
-
-
-@_kernel
-def _advance_range(lo, hi, scheme, h, dyn, par, contacts, status):
-    for i in range(lo, hi):
-        _advance_body(i, scheme, h, dyn, par, contacts, status)
-
-
-@_kernel
-def _bond_eval_range(lo, hi, update, dyn, bonds):
-    for k in range(lo, hi):
-        _bond_eval_body(k, update, dyn, bonds)
-
-
-@_kernel
-def _pairs_range(lo, hi, h, dyn, par, bonds, contacts):
-    if contacts.law and contacts.res.shape[0] > 0:
-        for i in range(lo, hi):
-            if i + PREFETCH_AHEAD < hi:
-                _prefetch_slots(i + PREFETCH_AHEAD, True, contacts)
-            _granular_pair_body(i, h, dyn, par, bonds, contacts)
-
-
-@_kernel
-def _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    slots = contacts.law and contacts.res.shape[0] > 0
-    for i in range(lo, hi):
-        if slots and i + PREFETCH_AHEAD < hi:
-            _prefetch_slots(i + PREFETCH_AHEAD, False, contacts)
-        _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-
-
-@_kernel
-def _save_range(lo, hi, src, dst):
-    for i in range(lo, hi):
-        _save_body(i, src, dst)
-
-
-@_kernel
-def _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields):
-    for i in range(lo, hi):
-        _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
-
-
-@_kernel
-def _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out):
-    for i in range(lo, hi):
-        _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
-
-
-@_kernel
-def _bond_measures_range(lo, hi, dyn, bonds, out):
-    for k in range(lo, hi):
-        _bond_measures_body(k, dyn, bonds, out)
-
-
-@_kernel
-def _keep_range(lo, hi, contacts):
-    for i in range(lo, hi):
-        _keep_body(i, contacts)
-
-
-@_kernel
-def _velocities_range(lo, hi, dyn):
-    for i in range(lo, hi):
-        for c in range(dyn.vp.shape[1]):
-            dyn.vp[i, c] = dyn.v[i, c % 3]
-            dyn.wp[i, c] = dyn.omega[i, c % 3]
-
-
-@_kernel
-def _build_range(lo, hi, x, radius, contacts, grid):
-    for i in range(lo, hi):
-        _build_body(i, x, radius, contacts, grid)
-
-
-# ----------------------------------------------------- whole steps, one call per block
-
-
-@_kernel
-def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    n, nb = dyn.x.shape[0], bonds.terms.shape[0]
-    for _ in range(nsteps):
-        _advance_range(0, n, scheme, h, dyn, par, contacts, status)
-        _bond_eval_range(0, nb, True, dyn, bonds)
-        _pairs_range(0, n, h, dyn, par, bonds, contacts)
-        _forces_range(0, n, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-
-
-@_parallel
-def _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    n, nb = dyn.x.shape[0], bonds.terms.shape[0]
-    for _ in range(nsteps):
-        for c in prange(nchunks):
-            lo, hi = _chunk(c, nchunks, n)
-            _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
-        for c in prange(nchunks):
-            lo, hi = _chunk(c, nchunks, nb)
-            _bond_eval_range(lo, hi, True, dyn, bonds)
-        if contacts.law and contacts.res.shape[0] > 0:
-            for c in prange(nchunks):
-                lo, hi = _chunk(c, nchunks, n)
-                _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
-        for c in prange(nchunks):
-            lo, hi = _chunk(c, nchunks, n)
-            _forces_range(lo, hi, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-
-
-# --------------------------------------------------------- parallel single passes
-
-
-@_parallel
-def _advance_parallel(nchunks, scheme, h, dyn, par, contacts, status):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-        _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
-
-
-@_parallel
-def _bond_eval_parallel(nchunks, update, dyn, bonds):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, bonds.terms.shape[0])
-        _bond_eval_range(lo, hi, update, dyn, bonds)
-
-
-@_parallel
-def _pairs_parallel(nchunks, h, dyn, par, bonds, contacts):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-        _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
-
-
-@_parallel
-def _forces_parallel(nchunks, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-        _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-
-
-@_parallel
-def _save_parallel(nchunks, src, dst):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, max(src.x.shape[0], src.broken.shape[0]))
-        _save_range(lo, hi, src, dst)
-
-
-@_parallel
-def _family_forces_parallel(nchunks, family, dyn, par, bonds, contacts, walls, fields):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-        _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields)
-
-
-@_parallel
-def _diagnostics_parallel(nchunks, dyn, par, bonds, contacts, walls, fields, out):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-        _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out)
-
-
-@_parallel
-def _bond_measures_parallel(nchunks, dyn, bonds, out):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, bonds.a.shape[0])
-        _bond_measures_range(lo, hi, dyn, bonds, out)
-
-
-@_parallel
-def _keep_parallel(nchunks, contacts):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, contacts.count.shape[0])
-        _keep_range(lo, hi, contacts)
-
-
-@_parallel
-def _build_parallel(nchunks, x, radius, contacts, grid):
-    for c in prange(nchunks):
-        lo, hi = _chunk(c, nchunks, x.shape[0])
-        _build_range(lo, hi, x, radius, contacts, grid)
-
-
-# ------------------------------------------------------------------ other kernels
-
-
-@_kernel
-def block_start(status, report):
-    """Clear the status bits and the report (the start of a block)."""
-    status[:] = 0
-    report[:] = 0.0
-
-
-@_kernel
-def report(dyn, par, contacts, status, out):
-    """Reduce the block's per-particle results into ``out`` (``REPORT_*`` slots): which
-    failures occurred, the largest displacement since the last neighbour build, the
-    largest speed and acceleration (squared)."""
-    bits = 0
-    d2max = 0.0
-    v2max = 0.0
-    a2max = 0.0
-    for i in range(dyn.x.shape[0]):
-        b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
-        bits |= b
-        d2max = max(d2max, d2)
-        v2max = max(v2max, v2)
-        a2max = max(a2max, a2)
-    out[REPORT_ROTATION] = 1.0 if bits & BIT_ROTATION else 0.0
-    out[REPORT_NOT_FINITE] = 1.0 if bits & BIT_NOT_FINITE else 0.0
-    out[REPORT_SKIN] = 1.0 if bits & BIT_SKIN else 0.0
-    out[REPORT_DISPLACEMENT2] = d2max
-    out[REPORT_SPEED2] = v2max
-    out[REPORT_ACCEL2] = a2max
-
-
-@_kernel
-def _grid_bin(x, grid):
-    """Serial counting pass of every particle into its bucket (deterministic order)."""
-    grid.bucket_count[:] = 0
-    depth = grid.members.shape[1]
-    most = 0
-    for i in range(x.shape[0]):
-        b = _bucket_of(i, x, grid)
-        slot = grid.bucket_count[b]
-        if slot < depth:
-            grid.members[b, slot] = i
-        grid.bucket_count[b] = slot + 1
-        most = max(most, slot + 1)
-    return most
-
-
-@_kernel
-def _max_count(count):
-    most = 0
-    for i in range(count.shape[0]):
-        most = max(most, count[i])
-    return most
-
-
-@_kernel
-def _rebuild(nchunks, x, radius, contacts, grid, report):
-    if contacts.law:  # the springs are carried from the rows as they were before the build
-        if nchunks:
-            _keep_parallel(nchunks, contacts)
-        else:
-            _keep_range(0, contacts.count.shape[0], contacts)
-    most = _grid_bin(x, grid)
-    report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
-    if most <= grid.members.shape[1]:
-        if nchunks:
-            _build_parallel(nchunks, x, radius, contacts, grid)
-        else:
-            _build_range(0, x.shape[0], x, radius, contacts, grid)
-        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
-
-
-@_kernel
-def _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status,
-                  out):  # fmt: skip
-    block_start(status, out)
-    _save_range(0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
-    if rebuild_first:
-        _rebuild(0, dyn.x, par.radius, contacts, grid, out)
-    _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-    report(dyn, par, contacts, status, out)
-
-
-@_kernel
-def _block_parallel(nsteps, nchunks, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
-                    status, out):  # fmt: skip
-    block_start(status, out)
-    _save_parallel(nchunks, dyn, saved)
-    if rebuild_first:
-        _rebuild(nchunks, dyn.x, par.radius, contacts, grid, out)
-    _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-    report(dyn, par, contacts, status, out)
-
-
 _cache.__exit__(None, None, None)
 
-
-# ---------------------------------------------------------------------- launchers
-
-
-def _threads(n) -> int:
-    """0 for one thread, else the number of chunks for ``n`` rows."""
-    if n < SERIAL_BELOW:
-        return 0
-    return CHUNKS_PER_THREAD * get_num_threads()
+_compiled = {}
 
 
-def advance(scheme, h, dyn, par, contacts, status):
-    """First part of one step for every particle (:func:`kernels.particles.build`)."""
-    c = _threads(dyn.x.shape[0])
-    if c:
-        _advance_parallel(c, scheme, h, dyn, par, contacts, status)
-    else:
-        _advance_range(0, dyn.x.shape[0], scheme, h, dyn, par, contacts, status)
+def for_law(law):
+    """The kernels for the contact law ``law`` (a module of :mod:`kernels.contact_laws`),
+    compiled on first use and cached on disk (one entry per law in each function's
+    cache index: :func:`kernels.cache.keyed`)."""
+    k = _compiled.get(law.NAME)
+    if k is None:
+        with keyed_cache():
+            k = _compiled[law.NAME] = _compile(law)
+    return k
 
 
-def _bond_pass(update, dyn, bonds):
-    """The per-bond pass before the particles gather (a no-op with an empty buffer)."""
-    nb = bonds.terms.shape[0]
-    c = _threads(nb)
-    if c:
-        _bond_eval_parallel(c, update, dyn, bonds)
-    elif nb:
-        _bond_eval_range(0, nb, update, dyn, bonds)
+def _compile(law):
+    def kernel(fn):
+        return _kernel(keyed(fn, law.NAME))
+
+    def parallel(fn):
+        return _parallel(keyed(fn, law.NAME))
+
+    _P = particles.build(_jit, law)
+    _I = interactions.build(_jit, _P, law)
+    _G = grid.build(_jit, law.HISTORY)
+    HISTORY = law.HISTORY
+
+    _advance_body = _P.advance_body
+    _forces_body = _I.forces_body
+    _bond_eval_body = _I.bond_eval_body
+    _pair_pass = _I.pair_pass
+    _save_body = _P.save_body
+    _family_forces_body = _I.family_forces_body
+    _diagnostics_body = _I.diagnostics_body
+    _bond_measures_body = _I.bond_measures_body
+    _build_body = _G.build_body
+    _keep_body = _G.keep_body
+    _report_values = _P.report_values
+    _bucket_of = _G.bucket_of
+
+    # --------------------------------------------------------------- range functions
 
 
-def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    """Forces at the current configuration (bonds break here) and, with ``kick``, the
-    second half kick."""
-    _bond_pass(True, dyn, bonds)
-    c = _threads(dyn.x.shape[0])
-    if contacts.law and contacts.res.shape[0] > 0:  # the per-pair pass
-        if c:
-            _pairs_parallel(c, h, dyn, par, bonds, contacts)
-        else:
-            _pairs_range(0, dyn.x.shape[0], h, dyn, par, bonds, contacts)
-    if c:
-        _forces_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-    else:
-        _forces_range(0, dyn.x.shape[0], kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    @kernel
+    def _advance_range(lo, hi, scheme, h, dyn, par, contacts, status):
+        for i in range(lo, hi):
+            _advance_body(i, scheme, h, dyn, par, contacts, status)
 
 
-def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    """``nsteps`` whole steps (advance, bond pass, forces and the second kick)."""
-    c = _threads(dyn.x.shape[0])
-    if c:
-        _steps_parallel(nsteps, c, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-    else:
+    @kernel
+    def _bond_eval_range(lo, hi, update, dyn, bonds):
+        for k in range(lo, hi):
+            _bond_eval_body(k, update, dyn, bonds)
+
+
+    @kernel
+    def _pairs_range(lo, hi, h, dyn, par, bonds, contacts):
+        if contacts.res.shape[0] > 0:
+            for i in range(lo, hi):
+                if i + PREFETCH_AHEAD < hi:
+                    _prefetch_slots(i + PREFETCH_AHEAD, True, contacts)
+                _pair_pass(i, h, dyn, par, bonds, contacts)
+
+
+    @kernel
+    def _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        slots = contacts.res.shape[0] > 0
+        for i in range(lo, hi):
+            if slots and i + PREFETCH_AHEAD < hi:
+                _prefetch_slots(i + PREFETCH_AHEAD, False, contacts)
+            _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    @kernel
+    def _save_range(lo, hi, src, dst):
+        for i in range(lo, hi):
+            _save_body(i, src, dst)
+
+
+    @kernel
+    def _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields):
+        for i in range(lo, hi):
+            _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
+
+
+    @kernel
+    def _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out):
+        for i in range(lo, hi):
+            _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
+
+
+    @kernel
+    def _bond_measures_range(lo, hi, dyn, bonds, out):
+        for k in range(lo, hi):
+            _bond_measures_body(k, dyn, bonds, out)
+
+
+    @kernel
+    def _keep_range(lo, hi, contacts):
+        for i in range(lo, hi):
+            _keep_body(i, contacts)
+
+
+    @kernel
+    def _velocities_range(lo, hi, dyn):
+        for i in range(lo, hi):
+            for c in range(dyn.vp.shape[1]):
+                dyn.vp[i, c] = dyn.v[i, c % 3]
+                dyn.wp[i, c] = dyn.omega[i, c % 3]
+
+
+    @kernel
+    def _build_range(lo, hi, x, radius, contacts, grid):
+        for i in range(lo, hi):
+            _build_body(i, x, radius, contacts, grid)
+
+
+    # ----------------------------------------------------- whole steps, one call per block
+
+
+    @kernel
+    def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+        for _ in range(nsteps):
+            _advance_range(0, n, scheme, h, dyn, par, contacts, status)
+            _bond_eval_range(0, nb, True, dyn, bonds)
+            _pairs_range(0, n, h, dyn, par, bonds, contacts)
+            _forces_range(0, n, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    @parallel
+    def _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+        for _ in range(nsteps):
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, nb)
+                _bond_eval_range(lo, hi, True, dyn, bonds)
+            if contacts.res.shape[0] > 0:
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, n)
+                    _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _forces_range(lo, hi, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    # --------------------------------------------------------- parallel single passes
+
+
+    @parallel
+    def _advance_parallel(nchunks, scheme, h, dyn, par, contacts, status):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+            _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+
+
+    @parallel
+    def _bond_eval_parallel(nchunks, update, dyn, bonds):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, bonds.terms.shape[0])
+            _bond_eval_range(lo, hi, update, dyn, bonds)
+
+
+    @parallel
+    def _pairs_parallel(nchunks, h, dyn, par, bonds, contacts):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+            _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
+
+
+    @parallel
+    def _forces_parallel(nchunks, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+            _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    @parallel
+    def _save_parallel(nchunks, src, dst):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, max(src.x.shape[0], src.broken.shape[0]))
+            _save_range(lo, hi, src, dst)
+
+
+    @parallel
+    def _family_forces_parallel(nchunks, family, dyn, par, bonds, contacts, walls, fields):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+            _family_forces_range(lo, hi, family, dyn, par, bonds, contacts, walls, fields)
+
+
+    @parallel
+    def _diagnostics_parallel(nchunks, dyn, par, bonds, contacts, walls, fields, out):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
+            _diagnostics_range(lo, hi, dyn, par, bonds, contacts, walls, fields, out)
+
+
+    @parallel
+    def _bond_measures_parallel(nchunks, dyn, bonds, out):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, bonds.a.shape[0])
+            _bond_measures_range(lo, hi, dyn, bonds, out)
+
+
+    @parallel
+    def _keep_parallel(nchunks, contacts):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, contacts.count.shape[0])
+            _keep_range(lo, hi, contacts)
+
+
+    @parallel
+    def _build_parallel(nchunks, x, radius, contacts, grid):
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, x.shape[0])
+            _build_range(lo, hi, x, radius, contacts, grid)
+
+
+    # ------------------------------------------------------------------ other kernels
+
+
+    @kernel
+    def block_start(status, report):
+        """Clear the status bits and the report (the start of a block)."""
+        status[:] = 0
+        report[:] = 0.0
+
+
+    @kernel
+    def report(dyn, par, contacts, status, out):
+        """Reduce the block's per-particle results into ``out`` (``REPORT_*`` slots): which
+        failures occurred, the largest displacement since the last neighbour build, the
+        largest speed and acceleration (squared)."""
+        bits = 0
+        d2max = 0.0
+        v2max = 0.0
+        a2max = 0.0
+        for i in range(dyn.x.shape[0]):
+            b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
+            bits |= b
+            d2max = max(d2max, d2)
+            v2max = max(v2max, v2)
+            a2max = max(a2max, a2)
+        out[REPORT_ROTATION] = 1.0 if bits & BIT_ROTATION else 0.0
+        out[REPORT_NOT_FINITE] = 1.0 if bits & BIT_NOT_FINITE else 0.0
+        out[REPORT_SKIN] = 1.0 if bits & BIT_SKIN else 0.0
+        out[REPORT_DISPLACEMENT2] = d2max
+        out[REPORT_SPEED2] = v2max
+        out[REPORT_ACCEL2] = a2max
+
+
+    @kernel
+    def _grid_bin(x, grid):
+        """Serial counting pass of every particle into its bucket (deterministic order)."""
+        grid.bucket_count[:] = 0
+        depth = grid.members.shape[1]
+        most = 0
+        for i in range(x.shape[0]):
+            b = _bucket_of(i, x, grid)
+            slot = grid.bucket_count[b]
+            if slot < depth:
+                grid.members[b, slot] = i
+            grid.bucket_count[b] = slot + 1
+            most = max(most, slot + 1)
+        return most
+
+
+    @kernel
+    def _max_count(count):
+        most = 0
+        for i in range(count.shape[0]):
+            most = max(most, count[i])
+        return most
+
+
+    @kernel
+    def _rebuild(nchunks, x, radius, contacts, grid, report):
+        if HISTORY > 0:  # the springs are carried from the rows as they were before the build
+            if nchunks:
+                _keep_parallel(nchunks, contacts)
+            else:
+                _keep_range(0, contacts.count.shape[0], contacts)
+        most = _grid_bin(x, grid)
+        report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
+        if most <= grid.members.shape[1]:
+            if nchunks:
+                _build_parallel(nchunks, x, radius, contacts, grid)
+            else:
+                _build_range(0, x.shape[0], x, radius, contacts, grid)
+            report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+
+
+    @kernel
+    def _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status,
+                      out):  # fmt: skip
+        block_start(status, out)
+        _save_range(0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
+        if rebuild_first:
+            _rebuild(0, dyn.x, par.radius, contacts, grid, out)
         _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        report(dyn, par, contacts, status, out)
 
 
-def save(src, dst):
-    """Copy the ``Dynamics`` ``src`` into ``dst`` (same shapes)."""
-    n = max(src.x.shape[0], src.broken.shape[0])
-    c = _threads(n)
-    if c:
-        _save_parallel(c, src, dst)
-    else:
-        _save_range(0, n, src, dst)
+    @kernel
+    def _block_parallel(nsteps, nchunks, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                        status, out):  # fmt: skip
+        block_start(status, out)
+        _save_parallel(nchunks, dyn, saved)
+        if rebuild_first:
+            _rebuild(nchunks, dyn.x, par.radius, contacts, grid, out)
+        _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        report(dyn, par, contacts, status, out)
 
 
-def family_forces(family, dyn, par, bonds, contacts, walls, fields):
-    """Add one interaction family's force and moment to ``dyn.F``, ``dyn.RM`` (no
-    breakage)."""
-    if family == FAMILY_BONDS:
-        _bond_pass(False, dyn, bonds)
-    c = _threads(dyn.x.shape[0])
-    if c:
-        _family_forces_parallel(c, family, dyn, par, bonds, contacts, walls, fields)
-    else:
-        _family_forces_range(0, dyn.x.shape[0], family, dyn, par, bonds, contacts, walls, fields)
+    # ---------------------------------------------------------------------- launchers
 
 
-def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
-    """Per-particle diagnostics rows into ``out`` (N, len(DIAGNOSTICS))."""
-    c = _threads(dyn.x.shape[0])
-    if c:
-        _diagnostics_parallel(c, dyn, par, bonds, contacts, walls, fields, out)
-    else:
-        _diagnostics_range(0, dyn.x.shape[0], dyn, par, bonds, contacts, walls, fields, out)
+    def _threads(n) -> int:
+        """0 for one thread, else the number of chunks for ``n`` rows."""
+        if n < SERIAL_BELOW:
+            return 0
+        return CHUNKS_PER_THREAD * get_num_threads()
 
 
-def bond_measures(dyn, bonds, out):
-    """Per-bond ``(U^a, U^s, U^m, strain, |θ|)`` into ``out`` (B, 5)."""
-    c = _threads(bonds.a.shape[0])
-    if c:
-        _bond_measures_parallel(c, dyn, bonds, out)
-    else:
-        _bond_measures_range(0, bonds.a.shape[0], dyn, bonds, out)
+    def advance(scheme, h, dyn, par, contacts, status):
+        """First part of one step for every particle (:func:`kernels.particles.build`)."""
+        c = _threads(dyn.x.shape[0])
+        if c:
+            _advance_parallel(c, scheme, h, dyn, par, contacts, status)
+        else:
+            _advance_range(0, dyn.x.shape[0], scheme, h, dyn, par, contacts, status)
 
 
-def rebuild(x, radius, contacts, grid, report):
-    """Build the neighbour list at ``x`` in place; the largest bucket occupancy and row
-    length go to ``report`` (the caller regrows and builds again on overflow)."""
-    _rebuild(_threads(x.shape[0]), x, radius, contacts, grid, report)
+    def _bond_pass(update, dyn, bonds):
+        """The per-bond pass before the particles gather (a no-op with an empty buffer)."""
+        nb = bonds.terms.shape[0]
+        c = _threads(nb)
+        if c:
+            _bond_eval_parallel(c, update, dyn, bonds)
+        elif nb:
+            _bond_eval_range(0, nb, update, dyn, bonds)
 
 
-def block(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status, report):
-    """A whole block in one compiled call: clear the status and the report, save the
-    state into ``saved``, rebuild the neighbour list if asked, ``nsteps`` steps, report."""
-    c = _threads(dyn.x.shape[0])
-    if c:
-        _block_parallel(nsteps, c, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
-                        status, report)  # fmt: skip
-    else:
-        _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
-                      status, report)  # fmt: skip
+    def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """Forces at the current configuration (bonds break here) and, with ``kick``, the
+        second half kick."""
+        _bond_pass(True, dyn, bonds)
+        c = _threads(dyn.x.shape[0])
+        if contacts.res.shape[0] > 0:  # the per-pair pass
+            if c:
+                _pairs_parallel(c, h, dyn, par, bonds, contacts)
+            else:
+                _pairs_range(0, dyn.x.shape[0], h, dyn, par, bonds, contacts)
+        if c:
+            _forces_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        else:
+            _forces_range(0, dyn.x.shape[0], kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-def evaluation_velocities(dyn):
-    """``vp = v``, ``wp = Ω``: the velocities the dissipative forces see at a force
-    evaluation outside a step (the first one, and analysis)."""
-    _velocities_range(0, dyn.vp.shape[0], dyn)
+    def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """``nsteps`` whole steps (advance, bond pass, forces and the second kick)."""
+        c = _threads(dyn.x.shape[0])
+        if c:
+            _steps_parallel(nsteps, c, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        else:
+            _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    def save(src, dst):
+        """Copy the ``Dynamics`` ``src`` into ``dst`` (same shapes)."""
+        n = max(src.x.shape[0], src.broken.shape[0])
+        c = _threads(n)
+        if c:
+            _save_parallel(c, src, dst)
+        else:
+            _save_range(0, n, src, dst)
+
+
+    def family_forces(family, dyn, par, bonds, contacts, walls, fields):
+        """Add one interaction family's force and moment to ``dyn.F``, ``dyn.RM`` (no
+        breakage)."""
+        if family == FAMILY_BONDS:
+            _bond_pass(False, dyn, bonds)
+        c = _threads(dyn.x.shape[0])
+        if c:
+            _family_forces_parallel(c, family, dyn, par, bonds, contacts, walls, fields)
+        else:
+            _family_forces_range(0, dyn.x.shape[0], family, dyn, par, bonds, contacts, walls, fields)
+
+
+    def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
+        """Per-particle diagnostics rows into ``out`` (N, len(DIAGNOSTICS))."""
+        c = _threads(dyn.x.shape[0])
+        if c:
+            _diagnostics_parallel(c, dyn, par, bonds, contacts, walls, fields, out)
+        else:
+            _diagnostics_range(0, dyn.x.shape[0], dyn, par, bonds, contacts, walls, fields, out)
+
+
+    def bond_measures(dyn, bonds, out):
+        """Per-bond ``(U^a, U^s, U^m, strain, |θ|)`` into ``out`` (B, 5)."""
+        c = _threads(bonds.a.shape[0])
+        if c:
+            _bond_measures_parallel(c, dyn, bonds, out)
+        else:
+            _bond_measures_range(0, bonds.a.shape[0], dyn, bonds, out)
+
+
+    def rebuild(x, radius, contacts, grid, report):
+        """Build the neighbour list at ``x`` in place; the largest bucket occupancy and row
+        length go to ``report`` (the caller regrows and builds again on overflow)."""
+        _rebuild(_threads(x.shape[0]), x, radius, contacts, grid, report)
+
+
+    def block(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status, report):
+        """A whole block in one compiled call: clear the status and the report, save the
+        state into ``saved``, rebuild the neighbour list if asked, ``nsteps`` steps, report."""
+        c = _threads(dyn.x.shape[0])
+        if c:
+            _block_parallel(nsteps, c, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                            status, report)  # fmt: skip
+        else:
+            _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
+                          status, report)  # fmt: skip
+
+
+    def evaluation_velocities(dyn):
+        """``vp = v``, ``wp = Ω``: the velocities the dissipative forces see at a force
+        evaluation outside a step (the first one, and analysis)."""
+        _velocities_range(0, dyn.vp.shape[0], dyn)
+
+
+
+    return SimpleNamespace(name=name, simulated=simulated, law=law, advance=advance, forces=forces, steps=steps,
+                           save=save, block_start=block_start, report=report, family_forces=family_forces,
+                           diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild, block=block,
+                           evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
+                           PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS)  # fmt: skip
 
 
 def to_device(a):

@@ -3,7 +3,9 @@
 (or bond, or bucket), launched on numba device arrays that view CuPy memory or, under
 Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), on NumPy arrays.
 
-The launchers have the names and arguments of their twins in :mod:`kernels.cpu`; they
+The kernels are compiled once per contact law (:func:`for_law`, the law's scalar
+functions inlined into the loops of :mod:`kernels.contacts`). The launchers have the
+names and arguments of their twins in :mod:`kernels.cpu`; they
 launch on the stream set by :func:`set_stream` (a non-blocking CuPy stream seen through
 ``numba.cuda.external_stream``), so that :class:`kernels.program.Program` can capture a
 block of steps as a CUDA graph and replay it. Nothing here reads back to the host:
@@ -11,6 +13,7 @@ reductions (the block report) end in atomics on a small device array.
 """
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 from numba import cuda, float64, int32
@@ -40,22 +43,6 @@ TPB = THREADS_PER_BLOCK
 # Device functions are inlined into the kernels (NVVM ``alwaysinline``); the simulator's
 # decorator has no such option.
 _device = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline=True)
-_P = particles.build(_device)
-_I = interactions.build(_device, _P)
-_G = grid.build(_device)
-
-_advance_body = _P.advance_body
-_save_body = _P.save_body
-_report_values = _P.report_values
-_forces_body = _I.forces_body
-_family_forces_body = _I.family_forces_body
-_diagnostics_body = _I.diagnostics_body
-_bond_measures_body = _I.bond_measures_body
-_bond_eval_body = _I.bond_eval_body
-_granular_pair_body = _I.granular_pair_body
-_bucket_of = _G.bucket_of
-_build_body = _G.build_body
-_keep_body = _G.keep_body
 
 name = "cuda"
 simulated = SIMULATED
@@ -96,245 +83,286 @@ def _launch(kernel, n):
     return cfg
 
 
-# --------------------------------------------------------------------------- kernels
+_compiled = {}
 
 
-@cuda.jit
-def _advance_kernel(scheme, h, dyn, par, contacts, status):
-    i = cuda.grid(1)
-    if i < dyn.x.shape[0]:
-        _advance_body(i, scheme, h, dyn, par, contacts, status)
+def for_law(law):
+    """The kernels for the contact law ``law`` (a module of :mod:`kernels.contact_laws`),
+    made on first use (numba-cuda compiles each at its first launch)."""
+    k = _compiled.get(law.NAME)
+    if k is None:
+        k = _compiled[law.NAME] = _compile(law)
+    return k
 
 
-@cuda.jit
-def _forces_kernel(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    i = cuda.grid(1)
-    if i < dyn.x.shape[0]:
-        _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+def _compile(law):
+    _P = particles.build(_device, law)
+    _I = interactions.build(_device, _P, law)
+    _G = grid.build(_device, law.HISTORY)
+    HISTORY = law.HISTORY
+
+    _advance_body = _P.advance_body
+    _save_body = _P.save_body
+    _report_values = _P.report_values
+    _forces_body = _I.forces_body
+    _family_forces_body = _I.family_forces_body
+    _diagnostics_body = _I.diagnostics_body
+    _bond_measures_body = _I.bond_measures_body
+    _bond_eval_body = _I.bond_eval_body
+    _pair_pass = _I.pair_pass
+    _bucket_of = _G.bucket_of
+    _build_body = _G.build_body
+    _keep_body = _G.keep_body
+
+    # --------------------------------------------------------------------------- kernels
 
 
-@cuda.jit
-def _pairs_kernel(h, dyn, par, bonds, contacts):
-    i = cuda.grid(1)
-    if i < dyn.x.shape[0]:
-        _granular_pair_body(i, h, dyn, par, bonds, contacts)
+    @cuda.jit
+    def _advance_kernel(scheme, h, dyn, par, contacts, status):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _advance_body(i, scheme, h, dyn, par, contacts, status)
 
 
-@cuda.jit
-def _bond_eval_kernel(update, dyn, bonds):
-    k = cuda.grid(1)
-    if k < bonds.terms.shape[0]:
-        _bond_eval_body(k, update, dyn, bonds)
+    @cuda.jit
+    def _forces_kernel(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-@cuda.jit
-def _save_kernel(src, dst):
-    i = cuda.grid(1)
-    if i < max(src.x.shape[0], src.broken.shape[0]):
-        _save_body(i, src, dst)
+    @cuda.jit
+    def _pairs_kernel(h, dyn, par, bonds, contacts):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _pair_pass(i, h, dyn, par, bonds, contacts)
 
 
-@cuda.jit
-def _block_start_kernel(status, report):
-    i = cuda.grid(1)
-    if i < status.shape[0]:
-        status[i] = 0
-    if i < report.shape[0]:
-        report[i] = 0.0
+    @cuda.jit
+    def _bond_eval_kernel(update, dyn, bonds):
+        k = cuda.grid(1)
+        if k < bonds.terms.shape[0]:
+            _bond_eval_body(k, update, dyn, bonds)
 
 
-@cuda.jit
-def _report_kernel(dyn, par, contacts, status, out):
-    """Block-level reduction of the per-particle report values (shared memory), then
-    one atomic per block into ``out``."""
-    i = cuda.grid(1)
-    t = cuda.threadIdx.x
-    bits_sh = cuda.shared.array(TPB, int32)
-    val_sh = cuda.shared.array((3, TPB), float64)
-    b = 0
-    d2 = 0.0
-    v2 = 0.0
-    a2 = 0.0
-    if i < dyn.x.shape[0]:
-        b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
-    bits_sh[t] = b
-    val_sh[0, t] = d2
-    val_sh[1, t] = v2
-    val_sh[2, t] = a2
-    cuda.syncthreads()
-    s = TPB // 2
-    while s > 0:
-        if t < s:
-            bits_sh[t] |= bits_sh[t + s]
-            for c in range(3):
-                val_sh[c, t] = max(val_sh[c, t], val_sh[c, t + s])
+    @cuda.jit
+    def _save_kernel(src, dst):
+        i = cuda.grid(1)
+        if i < max(src.x.shape[0], src.broken.shape[0]):
+            _save_body(i, src, dst)
+
+
+    @cuda.jit
+    def _block_start_kernel(status, report):
+        i = cuda.grid(1)
+        if i < status.shape[0]:
+            status[i] = 0
+        if i < report.shape[0]:
+            report[i] = 0.0
+
+
+    @cuda.jit
+    def _report_kernel(dyn, par, contacts, status, out):
+        """Block-level reduction of the per-particle report values (shared memory), then
+        one atomic per block into ``out``."""
+        i = cuda.grid(1)
+        t = cuda.threadIdx.x
+        bits_sh = cuda.shared.array(TPB, int32)
+        val_sh = cuda.shared.array((3, TPB), float64)
+        b = 0
+        d2 = 0.0
+        v2 = 0.0
+        a2 = 0.0
+        if i < dyn.x.shape[0]:
+            b, d2, v2, a2 = _report_values(i, dyn, par, contacts, status)
+        bits_sh[t] = b
+        val_sh[0, t] = d2
+        val_sh[1, t] = v2
+        val_sh[2, t] = a2
         cuda.syncthreads()
-        s //= 2
-    if t == 0:
-        bits = bits_sh[0]
-        if bits & BIT_ROTATION:
-            out[REPORT_ROTATION] = 1.0
-        if bits & BIT_NOT_FINITE:
-            out[REPORT_NOT_FINITE] = 1.0
-        if bits & BIT_SKIN:
-            out[REPORT_SKIN] = 1.0
-        cuda.atomic.max(out, REPORT_DISPLACEMENT2, val_sh[0, 0])
-        cuda.atomic.max(out, REPORT_SPEED2, val_sh[1, 0])
-        cuda.atomic.max(out, REPORT_ACCEL2, val_sh[2, 0])
+        s = TPB // 2
+        while s > 0:
+            if t < s:
+                bits_sh[t] |= bits_sh[t + s]
+                for c in range(3):
+                    val_sh[c, t] = max(val_sh[c, t], val_sh[c, t + s])
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            bits = bits_sh[0]
+            if bits & BIT_ROTATION:
+                out[REPORT_ROTATION] = 1.0
+            if bits & BIT_NOT_FINITE:
+                out[REPORT_NOT_FINITE] = 1.0
+            if bits & BIT_SKIN:
+                out[REPORT_SKIN] = 1.0
+            cuda.atomic.max(out, REPORT_DISPLACEMENT2, val_sh[0, 0])
+            cuda.atomic.max(out, REPORT_SPEED2, val_sh[1, 0])
+            cuda.atomic.max(out, REPORT_ACCEL2, val_sh[2, 0])
 
 
-@cuda.jit
-def _family_forces_kernel(family, dyn, par, bonds, contacts, walls, fields):
-    i = cuda.grid(1)
-    if i < dyn.x.shape[0]:
-        _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
+    @cuda.jit
+    def _family_forces_kernel(family, dyn, par, bonds, contacts, walls, fields):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
 
 
-@cuda.jit
-def _diagnostics_kernel(dyn, par, bonds, contacts, walls, fields, out):
-    i = cuda.grid(1)
-    if i < dyn.x.shape[0]:
-        _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
+    @cuda.jit
+    def _diagnostics_kernel(dyn, par, bonds, contacts, walls, fields, out):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
 
 
-@cuda.jit
-def _bond_measures_kernel(dyn, bonds, out):
-    k = cuda.grid(1)
-    if k < bonds.a.shape[0]:
-        _bond_measures_body(k, dyn, bonds, out)
+    @cuda.jit
+    def _bond_measures_kernel(dyn, bonds, out):
+        k = cuda.grid(1)
+        if k < bonds.a.shape[0]:
+            _bond_measures_body(k, dyn, bonds, out)
 
 
-@cuda.jit
-def _keep_kernel(contacts):
-    i = cuda.grid(1)
-    if i < contacts.count.shape[0]:
-        _keep_body(i, contacts)
+    @cuda.jit
+    def _keep_kernel(contacts):
+        i = cuda.grid(1)
+        if i < contacts.count.shape[0]:
+            _keep_body(i, contacts)
 
 
-@cuda.jit
-def _velocities_kernel(dyn):
-    i = cuda.grid(1)
-    if i < dyn.vp.shape[0]:
-        for c in range(dyn.vp.shape[1]):
-            dyn.vp[i, c] = dyn.v[i, c % 3]
-            dyn.wp[i, c] = dyn.omega[i, c % 3]
+    @cuda.jit
+    def _velocities_kernel(dyn):
+        i = cuda.grid(1)
+        if i < dyn.vp.shape[0]:
+            for c in range(dyn.vp.shape[1]):
+                dyn.vp[i, c] = dyn.v[i, c % 3]
+                dyn.wp[i, c] = dyn.omega[i, c % 3]
 
 
-@cuda.jit
-def _grid_clear_kernel(grid_):
-    b = cuda.grid(1)
-    if b < grid_.bucket_count.shape[0]:
-        grid_.bucket_count[b] = 0
+    @cuda.jit
+    def _grid_clear_kernel(grid_):
+        b = cuda.grid(1)
+        if b < grid_.bucket_count.shape[0]:
+            grid_.bucket_count[b] = 0
 
 
-@cuda.jit
-def _grid_bin_kernel(x, grid_):
-    """Each particle takes the next slot of its bucket (atomic); the order within a
-    bucket varies from run to run, the sorted list rows built from it do not."""
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        b = _bucket_of(i, x, grid_)
-        slot = cuda.atomic.add(grid_.bucket_count, b, 1)
-        if slot < grid_.members.shape[1]:
-            grid_.members[b, slot] = i
+    @cuda.jit
+    def _grid_bin_kernel(x, grid_):
+        """Each particle takes the next slot of its bucket (atomic); the order within a
+        bucket varies from run to run, the sorted list rows built from it do not."""
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            b = _bucket_of(i, x, grid_)
+            slot = cuda.atomic.add(grid_.bucket_count, b, 1)
+            if slot < grid_.members.shape[1]:
+                grid_.members[b, slot] = i
 
 
-@cuda.jit
-def _grid_build_kernel(x, radius, contacts, grid_, out):
-    """Rows of the Verlet list; the largest row length and bucket occupancy go to ``out``
-    (block reduction, one atomic per block)."""
-    i = cuda.grid(1)
-    t = cuda.threadIdx.x
-    sh = cuda.shared.array((2, TPB), float64)
-    n = 0
-    fill = 0
-    if i < x.shape[0]:
-        fill = grid_.bucket_count[_bucket_of(i, x, grid_)]
-        n = _build_body(i, x, radius, contacts, grid_)
-    sh[0, t] = n
-    sh[1, t] = fill
-    cuda.syncthreads()
-    s = TPB // 2
-    while s > 0:
-        if t < s:
-            sh[0, t] = max(sh[0, t], sh[0, t + s])
-            sh[1, t] = max(sh[1, t], sh[1, t + s])
+    @cuda.jit
+    def _grid_build_kernel(x, radius, contacts, grid_, out):
+        """Rows of the Verlet list; the largest row length and bucket occupancy go to ``out``
+        (block reduction, one atomic per block)."""
+        i = cuda.grid(1)
+        t = cuda.threadIdx.x
+        sh = cuda.shared.array((2, TPB), float64)
+        n = 0
+        fill = 0
+        if i < x.shape[0]:
+            fill = grid_.bucket_count[_bucket_of(i, x, grid_)]
+            n = _build_body(i, x, radius, contacts, grid_)
+        sh[0, t] = n
+        sh[1, t] = fill
         cuda.syncthreads()
-        s //= 2
-    if t == 0:
-        cuda.atomic.max(out, REPORT_NEIGHBORS, sh[0, 0])
-        cuda.atomic.max(out, REPORT_BUCKET, sh[1, 0])
+        s = TPB // 2
+        while s > 0:
+            if t < s:
+                sh[0, t] = max(sh[0, t], sh[0, t + s])
+                sh[1, t] = max(sh[1, t], sh[1, t + s])
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            cuda.atomic.max(out, REPORT_NEIGHBORS, sh[0, 0])
+            cuda.atomic.max(out, REPORT_BUCKET, sh[1, 0])
 
 
-# ------------------------------------------------------------------------- launchers
+    # ------------------------------------------------------------------------- launchers
 
 
-def advance(scheme, h, dyn, par, contacts, status):
-    _launch(_advance_kernel, dyn.x.shape[0])(scheme, h, dyn, par, contacts, status)
+    def advance(scheme, h, dyn, par, contacts, status):
+        _launch(_advance_kernel, dyn.x.shape[0])(scheme, h, dyn, par, contacts, status)
 
 
-def _bond_pass(update, dyn, bonds):
-    """The per-bond pass before the particles gather (nothing with an empty buffer)."""
-    if bonds.terms.shape[0]:
-        _launch(_bond_eval_kernel, bonds.terms.shape[0])(update, dyn, bonds)
+    def _bond_pass(update, dyn, bonds):
+        """The per-bond pass before the particles gather (nothing with an empty buffer)."""
+        if bonds.terms.shape[0]:
+            _launch(_bond_eval_kernel, bonds.terms.shape[0])(update, dyn, bonds)
 
 
-def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    _bond_pass(True, dyn, bonds)
-    if contacts.law and contacts.res.shape[0]:  # the per-pair pass
-        _launch(_pairs_kernel, dyn.x.shape[0])(h, dyn, par, bonds, contacts)
-    _launch(_forces_kernel, dyn.x.shape[0])(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    def forces(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        _bond_pass(True, dyn, bonds)
+        if contacts.res.shape[0]:  # the per-pair pass
+            _launch(_pairs_kernel, dyn.x.shape[0])(h, dyn, par, bonds, contacts)
+        _launch(_forces_kernel, dyn.x.shape[0])(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-    """``nsteps`` steps: two launches each (queued; nothing waits)."""
-    for _ in range(nsteps):
-        advance(scheme, h, dyn, par, contacts, status)
-        forces(True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+    def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """``nsteps`` steps: two launches each (queued; nothing waits)."""
+        for _ in range(nsteps):
+            advance(scheme, h, dyn, par, contacts, status)
+            forces(True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
 
-def save(src, dst):
-    _launch(_save_kernel, max(src.x.shape[0], src.broken.shape[0]))(src, dst)
+    def save(src, dst):
+        _launch(_save_kernel, max(src.x.shape[0], src.broken.shape[0]))(src, dst)
 
 
-def block_start(status, report):
-    _launch(_block_start_kernel, max(status.shape[0], report.shape[0]))(status, report)
+    def block_start(status, report):
+        _launch(_block_start_kernel, max(status.shape[0], report.shape[0]))(status, report)
 
 
-def report(dyn, par, contacts, status, out):
-    _launch(_report_kernel, dyn.x.shape[0])(dyn, par, contacts, status, out)
+    def report(dyn, par, contacts, status, out):
+        _launch(_report_kernel, dyn.x.shape[0])(dyn, par, contacts, status, out)
 
 
-def family_forces(family, dyn, par, bonds, contacts, walls, fields):
-    if family == FAMILY_BONDS:
-        _bond_pass(False, dyn, bonds)
-    _launch(_family_forces_kernel, dyn.x.shape[0])(family, dyn, par, bonds, contacts, walls, fields)
+    def family_forces(family, dyn, par, bonds, contacts, walls, fields):
+        if family == FAMILY_BONDS:
+            _bond_pass(False, dyn, bonds)
+        _launch(_family_forces_kernel, dyn.x.shape[0])(family, dyn, par, bonds, contacts, walls, fields)
 
 
-def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
-    _launch(_diagnostics_kernel, dyn.x.shape[0])(dyn, par, bonds, contacts, walls, fields, out)
+    def diagnostics(dyn, par, bonds, contacts, walls, fields, out):
+        _launch(_diagnostics_kernel, dyn.x.shape[0])(dyn, par, bonds, contacts, walls, fields, out)
 
 
-def bond_measures(dyn, bonds, out):
-    if bonds.a.shape[0]:
-        _launch(_bond_measures_kernel, bonds.a.shape[0])(dyn, bonds, out)
+    def bond_measures(dyn, bonds, out):
+        if bonds.a.shape[0]:
+            _launch(_bond_measures_kernel, bonds.a.shape[0])(dyn, bonds, out)
 
 
-def rebuild(x, radius, contacts, grid_, report):
-    """Build the neighbour list at ``x`` in place (three launches, no read-back); the
-    largest row length and bucket occupancy go to ``report``; with the dissipative law the
-    rows and springs are first copied aside, and the build carries the springs."""
-    if contacts.law:
-        _launch(_keep_kernel, contacts.count.shape[0])(contacts)
-    _launch(_grid_clear_kernel, grid_.bucket_count.shape[0])(grid_)
-    _launch(_grid_bin_kernel, x.shape[0])(x, grid_)
-    _launch(_grid_build_kernel, x.shape[0])(x, radius, contacts, grid_, report)
+    def rebuild(x, radius, contacts, grid_, report):
+        """Build the neighbour list at ``x`` in place (three launches, no read-back); the
+        largest row length and bucket occupancy go to ``report``; with the dissipative law the
+        rows and springs are first copied aside, and the build carries the springs."""
+        if HISTORY > 0:
+            _launch(_keep_kernel, contacts.count.shape[0])(contacts)
+        _launch(_grid_clear_kernel, grid_.bucket_count.shape[0])(grid_)
+        _launch(_grid_bin_kernel, x.shape[0])(x, grid_)
+        _launch(_grid_build_kernel, x.shape[0])(x, radius, contacts, grid_, report)
 
 
-def evaluation_velocities(dyn):
-    """``vp = v``, ``wp = Ω`` (see :func:`kernels.cpu.evaluation_velocities`)."""
-    _launch(_velocities_kernel, dyn.vp.shape[0])(dyn)
+    def evaluation_velocities(dyn):
+        """``vp = v``, ``wp = Ω`` (see :func:`kernels.cpu.evaluation_velocities`)."""
+        _launch(_velocities_kernel, dyn.vp.shape[0])(dyn)
+
+
+
+    compiled = {k: v for k, v in locals().items() if k.endswith("_kernel")}
+    return SimpleNamespace(name=name, simulated=simulated, law=law, advance=advance, forces=forces, steps=steps,
+                           save=save, block_start=block_start, report=report, family_forces=family_forces,
+                           diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild,
+                           evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
+                           PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS, block=None,
+                           kernels=compiled)  # fmt: skip
 
 
 def to_device(a):

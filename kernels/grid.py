@@ -17,7 +17,7 @@ filled, and the contact sums over it equal those of the brute-force search bit f
 Overflow of a bucket or of a row is reported (``REPORT_BUCKET``, ``REPORT_NEIGHBORS``)
 and the host regrows the arrays and builds again; nothing is ever dropped silently.
 
-With the dissipative contact law each row carries the springs of its contacts
+With a contact law that keeps history each row carries the springs of its contacts
 (``Contacts.hist``); a build first copies the rows and springs aside (:func:`keep_body`)
 and each new row takes the springs of the partners it shares with its old row
 (:func:`carry_springs`, a merge of two sorted rows), on the device, in the same launch
@@ -33,8 +33,9 @@ from types import SimpleNamespace
 from . import laws
 
 
-def build(jit):
-    """Compile the grid bodies with ``jit``; returns a namespace of them."""
+def build(jit, history=0):
+    """Compile the grid bodies with ``jit``; ``history``: the floats of history a contact
+    keeps (the contact law's ``HISTORY``: carried through a build when not 0)."""
     cell_hash = jit(laws.cell_hash)
 
     cell_of = jit(laws.cell_of)
@@ -138,7 +139,7 @@ def build(jit):
         contacts.count[i] = n
         for c in range(3):
             contacts.x_ref[i, c] = x[i, c]
-        if contacts.law:
+        if history > 0:
             carry_springs(i, contacts)
         return n
 

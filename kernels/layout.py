@@ -12,21 +12,20 @@ precision. Units are consistent units of length, time and mass.
     ``omega`` (N, 3) spatial angular velocity Ω; ``F`` (N, 3) force and ``RM`` (N, 3)
     spatial moment at the current configuration; ``broken`` (B,) int8, 1 once a bond
     broke; ``released`` (B,) the energy each broken bond had when it broke [M L²/T²].
-    With the dissipative contact law (``Contacts.law``), else one-row placeholders:
-    ``vp``, ``wp`` (N, 6) the velocities the dissipative forces see (written by the
-    advance pass, read by the force pass; columns 0-2 the dashpots', 3-5 the drift
-    velocity that stretches the springs; (N, 3) outside a step: both are ``v``; see
-    ``docs/contacts.md``); ``hist`` (N,
-    capacity, 8) the contact springs, parallel to the neighbour rows (both ends of a pair
-    hold identical copies); ``live`` (N, capacity) uint8, 1 where a slot's springs are
-    held (``hist[i, p, 7] != 0``: the pair touched at the last step), so that the force
-    pass reads one byte, not a slot's 64-byte springs, for each listed pair that does not
-    touch; ``whist`` (N, W, 8) the springs of the wall contacts;
-    ``dissip`` (N, 4) the energy each particle's contacts dissipated so far (normal
-    damping, friction slip, rolling, twisting; a pair's is booked to its lower index, a
-    wall contact's to its particle) [M L²/T²];
-    ``nbr``, ``count``, ``x_ref``: the neighbour list the springs are keyed to (the same
-    arrays as in ``Contacts``), saved and restored with them.
+    With a contact law that reads velocities or keeps history
+    (:mod:`kernels.contact_laws`), else one-row placeholders: ``vp``, ``wp`` (N, 6) the
+    velocities the law sees (written by the advance pass, read by the force pass;
+    columns 0-2 the dashpots', 3-5 the drift velocity that stretches the springs; (N, 3)
+    outside a step: both are ``v``; see ``docs/contacts.md``); ``hist`` (N, capacity, H)
+    the contacts' history (springs), parallel to the neighbour rows (both ends of a pair
+    hold identical copies); ``live`` (N, capacity) uint8, 1 where a slot holds history
+    (its last float is non-zero), so that the force pass reads one byte, not a slot's
+    history, for each listed pair that does not touch; ``whist`` (N, W, H) the history
+    of the wall contacts; ``dissip`` (N, 4) the energy each particle's contacts
+    dissipated so far (normal, friction, rolling, twisting; a pair's is booked to its
+    lower index, a wall contact's to its particle) [M L²/T²];
+    ``nbr``, ``count``, ``x_ref``: the neighbour list the history is keyed to (the same
+    arrays as in ``Contacts``), saved and restored with it.
 
 ``Particles``: fixed per-particle parameters
     ``mass`` (N,) [M]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
@@ -42,17 +41,19 @@ precision. Units are consistent units of length, time and mass.
     pairs do not interact by contact; ``terms`` (B, 9) per-bond buffer ``(F_a, RM_a,
     RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself.
 
-``Contacts``: Hertz particle-particle contact (56)-(57)
-    (and the dissipative law's arguments: materials, pair table, springs; ``res`` (N,
-    capacity, 8) and ``got`` (N, capacity) uint8, the slots of the per-pair pass, or
-    (0, 1, 8) and (0, 1) where each end evaluates its pairs itself; in a model of replicas
-    with their own stiffness, ``kpps`` (R,) the stiffness of each replica and ``replica``
-    (N,) int32 each particle's, else both (0,) and ``kpp`` holds for every pair)
-    ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``); ``kpp``
-    stiffness [M L²/T²]; ``nbr`` (N, capacity) int32 neighbour indices, each row sorted
-    ascending; ``count`` (N,) int32 entries of each row (may exceed the capacity: then the
-    list overflowed); ``x_ref`` (N, 3) positions at the last build; ``skin`` [L];
-    ``skin_half2`` = (skin/2)².
+``Contacts``: contact candidates and the contact law's fixed data
+    ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``);
+    ``nbr`` (N, capacity) int32 neighbour indices, each row sorted ascending; ``count``
+    (N,) int32 entries of each row (may exceed the capacity: then the list overflowed);
+    ``x_ref`` (N, 3) positions at the last build; ``skin`` [L]; ``skin_half2`` =
+    (skin/2)²; ``vel`` which velocity the law sees (:data:`kernels.laws.VELOCITY_HALF`,
+    ``_PREDICTED``); ``mat`` (N,) int32 each particle's material; ``pair`` (rows,
+    columns) the law's parameters per pair of materials (row
+    :func:`kernels.contacts.build` ``pair_row``); ``nmat`` the materials of one system;
+    ``hist``, ``live`` as in ``Dynamics``; ``nbr_old``, ``count_old``, ``hist_old`` the
+    rows and history before a rebuild (carried into the new rows); ``res`` (N, capacity,
+    8) and ``got`` (N, capacity) uint8, the slots of the per-pair pass, or (0, 1, 8) and
+    (0, 1) where each end evaluates its pairs itself.
 
 ``Grid``: the hash grid the neighbour list is built from
     ``inv_cell`` = 1/cell size (the cell is at least the largest contact cutoff);
@@ -63,8 +64,9 @@ precision. Units are consistent units of length, time and mass.
 
 ``Walls``: planar walls ``n·x = c``
     ``planes`` (W, 4) rows ``(n1, n2, n3, c)`` with unit ``n`` into the allowed side;
-    ``k`` (W,) stiffness [M L²/T²]; ``mat`` (W,) int32 each wall's material (the
-    dissipative law); with replicas, ``first`` (R+1,) int64, the walls of replica ``r``
+    ``mat`` (W,) int32 each wall's material (the contact law's parameters of a particle
+    and a wall are row ``pair_row(mat_particle, mat_wall)`` of ``Contacts.pair``); with
+    replicas, ``first`` (R+1,) int64, the walls of replica ``r``
     being ``first[r]:first[r+1]``, and ``replica`` (N,) int32 each particle's replica; for
     one system both are (0,) and every particle meets every wall. A particle's wall
     springs (``Dynamics.whist``) are indexed by the wall's place within its replica.
@@ -90,12 +92,10 @@ Bonds = namedtuple(
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
 )
 Contacts = namedtuple(
-    "Contacts",
-    "mode kpp nbr count x_ref skin skin_half2 law vel mat pair nmat hist live nbr_old count_old hist_old res got kpps "
-    "replica",
+    "Contacts", "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old res got"
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
-Walls = namedtuple("Walls", "planes k mat first replica")
+Walls = namedtuple("Walls", "planes mat first replica")
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical replica")
 Flags = namedtuple("Flags", "status report")
 

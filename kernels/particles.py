@@ -22,8 +22,9 @@ from . import laws
 from .layout import BIT_NOT_FINITE, BIT_ROTATION, BIT_SKIN, REPORT_BIG
 
 
-def build(jit):
-    """Compile the laws and bodies with ``jit``; returns a namespace of them."""
+def build(jit, law):
+    """Compile the laws and bodies with ``jit`` for the contact law ``law`` (a module of
+    :mod:`kernels.contact_laws`: whether it reads velocities); returns a namespace."""
     quat_multiply = jit(laws.quat_multiply)
     quat_from_rrp = jit(laws.quat_from_rrp)
     quat_rotate = jit(laws.quat_rotate)
@@ -34,6 +35,7 @@ def build(jit):
     SCHEME_CAMPELLO = laws.SCHEME_CAMPELLO
     CONTACTS_LIST = laws.CONTACTS_LIST
     VELOCITY_HALF = laws.VELOCITY_HALF
+    VELOCITIES = law.VELOCITIES
 
     @jit
     def advance_body(i, scheme, h, dyn, par, contacts, status):
@@ -48,8 +50,8 @@ def build(jit):
         Sets status bits: the rotation domain ``ρ ≥ 1`` (or a NaN ``ρ``: not finite) and,
         with a neighbour list, a move of more than skin/2 since its last build.
 
-        With the dissipative contact law it also writes the velocities the force pass
-        gives the velocity-dependent forces (``vp``, ``wp``): in columns 0-2 for the
+        With a contact law that reads velocities it also writes the velocities the force
+        pass gives the velocity-dependent forces (``vp``, ``wp``): in columns 0-2 for the
         dashpots the half-kicked ``v_{k+1/2}`` or the prediction ``v_{k+1/2} + h F_k/2m``
         of ``v_{k+1}`` (``contacts.vel``), for map (27) the kicked ``v_{k+1}`` itself; in
         columns 3-5 the drift velocity, which stretches the springs.
@@ -77,7 +79,7 @@ def build(jit):
         om[i, 0] = wx
         om[i, 1] = wy
         om[i, 2] = wz
-        if contacts.law:
+        if VELOCITIES:
             if scheme == SCHEME_CAMPELLO or contacts.vel == VELOCITY_HALF:
                 a = T(0.0)
                 b = T(0.0)

@@ -114,8 +114,13 @@ CASES = {
     "torus": (torus, "verlet", 1e-3, 1500, 30),
     "torus_exact": (torus, "exact", 1e-3, 400, 0),
     "block_hertz": (lambda s: block_impact_builder(3 if s else 6, gap=0.05), "verlet", 1e-3, 400, 20),
-    "block_friction": (lambda s: block_impact_builder(3 if s else 6, gap=0.05, friction=True), "verlet", 1e-3, 400,
-                       20),  # fmt: skip
+    "block_friction": (
+        lambda s: block_impact_builder(3 if s else 6, gap=0.05, friction=True),
+        "verlet",
+        1e-3,
+        400,
+        20,
+    ),  # fmt: skip
     "box": (frictional_box, "verlet", 2e-7, 300, 40),
     "box_campello": (frictional_box, "campello", 2e-7, 200, 0),
     "box_half": (lambda s: frictional_box(s, velocity="half"), "exact", 2e-7, 200, 0),
@@ -141,14 +146,10 @@ def final(name, backend="cpu"):
 
 
 def contact_springs(model, state):
-    """``(pairs (P, 2), springs (P, H))`` of the pair contacts that hold springs."""
-    contacts = model.force("contacts")
-    if hasattr(model, "contact_history"):
-        return model.contact_history(state)
-    if contacts is None or contacts.neighbors is None:
+    """``(pairs (P, 2), springs (P, H))`` of the pair contacts that hold history."""
+    if state.neighbors is None or not state.neighbors.history:
         return np.zeros((0, 2), np.int64), np.zeros((0, 8))
-    model.bind_springs(state)
-    return contacts.neighbors.springs()
+    return state.neighbors.springs()
 
 
 def cases(simulated: bool):

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from numba import cuda, typeof  # noqa: E402
 
 import granular as gr  # noqa: E402
+from kernels import contact_laws  # noqa: E402
 from kernels import cuda as K  # noqa: E402
 from kernels.layout import DIAGNOSTICS, REPORT_SIZE  # noqa: E402
 
@@ -35,44 +36,54 @@ def kernel_arguments(dtype):
     b.add_pendulum(b.add_particle([10.0, 10.0, 10.0]))
     m = b.finalize("cpu", dtype=dtype)
     s = m.state()
-    a = m.kernel_args()
+    a = m.kernel_args(s)
     dyn = m.dynamics(s)
+    k = K.for_law(contact_laws.hertz).kernels
     report = np.zeros(REPORT_SIZE)
     h = np.dtype(dtype).type(1e-3)
     fam = (a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
     return {
-        "advance": (K._advance_kernel, (1, h, dyn, a["par"], a["contacts"], s.status)),
-        "forces": (K._forces_kernel, (True, 1, h, dyn, *fam, s.status)),
-        "bond_eval": (K._bond_eval_kernel, (True, dyn, a["bonds"])),
-        "pairs": (K._pairs_kernel, (h, dyn, a["par"], a["bonds"], a["contacts"])),
-        "save": (K._save_kernel, (dyn, dyn)),
-        "block_start": (K._block_start_kernel, (s.status, report)),
-        "report": (K._report_kernel, (dyn, a["par"], a["contacts"], s.status, report)),
-        "family_forces": (K._family_forces_kernel, (2, dyn, *fam)),
-        "diagnostics": (K._diagnostics_kernel, (dyn, *fam, np.zeros((m.n, len(DIAGNOSTICS)), dtype))),
-        "bond_measures": (K._bond_measures_kernel, (dyn, a["bonds"], np.zeros((m.n_bonds, 5), dtype))),
-        "grid_clear": (K._grid_clear_kernel, (a["grid"],)),
-        "grid_bin": (K._grid_bin_kernel, (s.x, a["grid"])),
-        "grid_build": (K._grid_build_kernel, (s.x, m.radius, a["contacts"], a["grid"], report)),
-        "keep": (K._keep_kernel, (a["contacts"],)),
-        "velocities": (K._velocities_kernel, (dyn,)),
+        "advance": (k["_advance_kernel"], (1, h, dyn, a["par"], a["contacts"], s.status)),
+        "forces": (k["_forces_kernel"], (True, 1, h, dyn, *fam, s.status)),
+        "bond_eval": (k["_bond_eval_kernel"], (True, dyn, a["bonds"])),
+        "pairs": (k["_pairs_kernel"], (h, dyn, a["par"], a["bonds"], a["contacts"])),
+        "save": (k["_save_kernel"], (dyn, dyn)),
+        "block_start": (k["_block_start_kernel"], (s.status, report)),
+        "report": (k["_report_kernel"], (dyn, a["par"], a["contacts"], s.status, report)),
+        "family_forces": (k["_family_forces_kernel"], (2, dyn, *fam)),
+        "diagnostics": (k["_diagnostics_kernel"], (dyn, *fam, np.zeros((m.n, len(DIAGNOSTICS)), dtype))),
+        "bond_measures": (k["_bond_measures_kernel"], (dyn, a["bonds"], np.zeros((m.n_bonds, 5), dtype))),
+        "grid_clear": (k["_grid_clear_kernel"], (a["grid"],)),
+        "grid_bin": (k["_grid_bin_kernel"], (s.x, a["grid"])),
+        "grid_build": (k["_grid_build_kernel"], (s.x, m.radius, a["contacts"], a["grid"], report)),
+        "keep": (k["_keep_kernel"], (a["contacts"],)),
+        "velocities": (k["_velocities_kernel"], (dyn,)),
     } | friction_arguments(dtype)
 
 
 def friction_arguments(dtype):
-    """The kernels whose argument types differ in a run with ``[materials]`` (the wall
-    springs); the other kernels see the same types as without."""
-    m = gr.shapes.block_impact_builder(3, gap=0.05, friction=True).finalize("cpu", dtype=dtype)
-    s = m.state()
-    m.bind_springs(s)
-    a = m.kernel_args()
-    dyn = m.dynamics(s, step=True)
-    h = np.dtype(dtype).type(1e-3)
-    fam = (a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
-    return {
-        "friction_advance": (K._advance_kernel, (1, h, dyn, a["par"], a["contacts"], s.status)),
-        "friction_forces": (K._forces_kernel, (True, 1, h, dyn, *fam, s.status)),
-    }
+    """The kernels of the contact laws with history (the dissipative law of the block's
+    materials, the linear law, JKR): their advance, force and per-pair kernels."""
+    import dataclasses
+
+    out = {}
+    for law in ("hertz-mindlin", "linear", "jkr"):
+        b = gr.shapes.block_impact_builder(3, gap=0.05, friction=True)
+        b._contact_law = law
+        if law != "hertz-mindlin":  # the fields the linear law and JKR read
+            b._materials = {name: (i, dataclasses.replace(mat, stiffness=mat.young * 0.01, surface_energy=0.01))
+                            for name, (i, mat) in b._materials.items()}  # fmt: skip
+        m = b.finalize("cpu", dtype=dtype)
+        s = m.state()
+        a = m.kernel_args(s)
+        dyn = m.dynamics(s, step=True)
+        h = np.dtype(dtype).type(1e-3)
+        fam = (a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+        k = K.for_law(m.law.kernel).kernels
+        out[f"{law}_advance"] = (k["_advance_kernel"], (1, h, dyn, a["par"], a["contacts"], s.status))
+        out[f"{law}_forces"] = (k["_forces_kernel"], (True, 1, h, dyn, *fam, s.status))
+        out[f"{law}_pairs"] = (k["_pairs_kernel"], (h, dyn, a["par"], a["bonds"], a["contacts"]))
+    return out
 
 
 def main() -> int:

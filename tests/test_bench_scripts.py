@@ -104,7 +104,7 @@ def test_measure_does_not_report_a_window_holding_one_time_work(monkeypatch):
     be = SimpleNamespace(synchronize=lambda: None, name="cpu", simulated=False, device="fake")
     monkeypatch.setattr(benchmark, "ExplicitIntegrator", Integrator)
     monkeypatch.setattr(benchmark, "time", SimpleNamespace(perf_counter=lambda: clock[0], process_time=lambda: 0.0))
-    monkeypatch.setattr(benchmark, "bytes_per_step", lambda model: 0)
+    monkeypatch.setattr(benchmark, "bytes_per_step", lambda model, state=None: 0)
     monkeypatch.setattr(benchmark, "model_bytes", lambda model, state: 0)
     model = SimpleNamespace(backend=be, state=lambda: None, n=10, n_bonds=0, dtype=np.float64)
     r = benchmark.measure(model, 1e-3, min_time=0.5, warmup=5)

@@ -158,7 +158,7 @@ def test_skin_crossing_inside_a_block_is_redone_and_the_list_is_exact(backend):
     integ.advance(model, s, 2e-3, steps)
     assert_same(snapshot(model, s), ref)
     assert eng.redone >= 1  # blocks had a particle cross skin/2 and were redone
-    nl = model.force("contacts").neighbors
+    nl = s.neighbors
     be = model.backend
     x_ref, r = be.to_host(nl.x_ref), be.to_host(model.radius)
     np.testing.assert_array_equal(nl.pairs(), brute_pairs(x_ref, r, nl.skin))
@@ -177,7 +177,7 @@ def test_rebuilds_inside_blocks_keep_the_list_exact():
     integ.advance(model, s, 1e-3, 400)
     eng = integ.engine(model, s)
     assert eng.block_rebuilds > 0
-    nl = model.force("contacts").neighbors
+    nl = s.neighbors
     np.testing.assert_array_equal(nl.pairs(), brute_pairs(nl.x_ref, model.radius, nl.skin))
 
 
@@ -199,12 +199,12 @@ def test_neighbour_overflow_in_a_block_regrows_and_redoes_it(backend):
     steps = 90
     ref = snapshot(converging_cloud(backend), step_by_step(converging_cloud(backend), 1e-2, steps))
     model = converging_cloud(backend)
-    model.force("contacts").neighbors.resize(capacity=4, depth=2)  # small, to outgrow
     s = model.state()
+    s.neighbors.resize(capacity=4, depth=2)  # small, to outgrow
     integ = gr.ExplicitIntegrator("verlet", max_block=32)
     integ.advance(model, s, 1e-2, steps)
     assert_same(snapshot(model, s), ref)
-    nl = model.force("contacts").neighbors
+    nl = s.neighbors
     assert integ.engine(model, s).regrows >= 1
     assert nl.capacity >= 0.6 * model.n
 
@@ -301,10 +301,10 @@ def test_graph_capture_and_replay_logic_without_a_gpu():
     """The graph path of :class:`kernels.program.Program` (one eager warm-up block, then
     head, power-of-two step pieces and tail captured once each and replayed, dropped on
     a regrow) gives the trajectory of the eager path bit for bit."""
-    from kernels import cpu
     from kernels.program import Program
 
     model = breakable_torus("cpu")
+    cpu = model.kernels
     ref = model.state()
     gr.ExplicitIntegrator("verlet").advance(model, ref, 1e-3, 700)
 
@@ -328,7 +328,6 @@ def test_program_stream_waits_for_host_work_after_a_regrow():
     ordered after the default stream where a regrow allocates and copies the rows and
     springs: after every such host work the program's stream must wait for it before its
     next launch (a stand-in stream logs the order)."""
-    from kernels import cpu
     from kernels.program import Program
 
     log = []
@@ -345,7 +344,8 @@ def test_program_stream_waits_for_host_work_after_a_regrow():
             log.append("wait")
 
     model = converging_cloud(gr.get_backend("cpu"))
-    nl = model.force("contacts").neighbors
+    s = model.state()
+    nl = s.neighbors
     nl.resize(capacity=4, depth=2)  # small, to outgrow inside blocks
     allocate = nl._allocate
 
@@ -354,10 +354,9 @@ def test_program_stream_waits_for_host_work_after_a_regrow():
         return allocate(*args, **kw)
 
     nl._allocate = logged_allocate
-    s = model.state()
     integ = gr.ExplicitIntegrator("verlet", max_block=32)
     eng = integ.engine(model, s)
-    kern = Logged(cpu)
+    kern = Logged(model.kernels)
     eng.report = eng.report.view(_DeviceReport)
     eng.program = Program(kern, eng._bundles(), eng.report, stream=LoggedStream(kern), graphs=False, launch_stream=0)
     eng.program._default_stream_event = lambda: "event"

@@ -16,7 +16,7 @@ from granular.io import load_checkpoint, read_series, save_checkpoint
 from granular.particles.system import DISSIPATED, frame_data, restore_state, state_arrays
 from granular.run.scene import SceneError, build_model, parse_scene
 from granular.validation import contacts as study
-from kernels import laws
+from kernels.contact_laws import hertz_mindlin
 
 R = study.R
 FIELDS = ("x", "v", "q", "omega", "F", "RM", "wall_springs", "dissipated")
@@ -98,9 +98,9 @@ def test_mixing_and_the_tsuji_factor():
 
     a, b = Material(7e10, 0.25, restitution=0.9, friction=0.4), Material(2e11, 0.3, restitution=0.4, friction=0.1)
     row = mix(a, b)
-    assert row[laws.PAIR_ESTAR] == pytest.approx(1.0 / ((1 - 0.25**2) / 7e10 + (1 - 0.3**2) / 2e11), rel=1e-14)
-    assert row[laws.PAIR_MU] == pytest.approx(0.2, rel=1e-14)
-    assert row[laws.PAIR_ALPHA] == pytest.approx(tsuji_alpha(0.6), rel=1e-12)
+    assert row[hertz_mindlin.PAIR_ESTAR] == pytest.approx(1.0 / ((1 - 0.25**2) / 7e10 + (1 - 0.3**2) / 2e11), rel=1e-14)
+    assert row[hertz_mindlin.PAIR_MU] == pytest.approx(0.2, rel=1e-14)
+    assert row[hertz_mindlin.PAIR_ALPHA] == pytest.approx(tsuji_alpha(0.6), rel=1e-12)
     assert (mix(a, b) == mix(b, a)).all()
     # the factor grows as e falls; none for e = 1
     alphas = [tsuji_alpha(e) for e in (0.95, 0.7, 0.3, 0.1)]
@@ -139,8 +139,7 @@ def frictional_box(backend, n_side=None, spacing=2.01):
 def snapshot(model, s):
     be = model.backend
     out = {k: be.to_host(getattr(s, k)).copy() for k in FIELDS}
-    model.bind_springs(s)
-    out["pairs"], out["springs"] = model.force("contacts").neighbors.springs()
+    out["pairs"], out["springs"] = s.neighbors.springs()
     return out | {"step": s.step, "time": s.time}
 
 
@@ -159,7 +158,7 @@ def box_reference():
     model = frictional_box("cpu")
     s = model.state()
     integ = gr.ExplicitIntegrator("verlet")
-    nl = model.force("contacts").neighbors
+    nl = s.neighbors
     builds = nl.builds
     for _ in range(300):
         integ.step(model, s, H)
@@ -187,8 +186,7 @@ def test_pair_springs_agree_at_both_ends_and_survive_a_rebuild():
     s = model.state()
     integ = gr.ExplicitIntegrator("verlet")
     integ.advance(model, s, H, 200)
-    model.bind_springs(s)
-    nl = model.force("contacts").neighbors
+    nl = s.neighbors
     be = model.backend
 
     def by_row():
@@ -243,7 +241,7 @@ def test_a_persisting_contact_keeps_its_spring_through_a_rebuild_in_a_run():
         s = m.state()
         integ = gr.ExplicitIntegrator("verlet", max_block=16)
         integ.advance(m, s, 5e-7, 320)
-        runs.append((snapshot(m, s), m.force("contacts").neighbors.builds, integ.engine(m, s).block_rebuilds))
+        runs.append((snapshot(m, s), s.neighbors.builds, integ.engine(m, s).block_rebuilds))
     (a, builds_small, in_blocks), (b, builds_wide, _) = runs
     assert builds_wide == 1 and builds_small + in_blocks > 10  # the narrow skin rebuilt the list many times
     assert len(a["pairs"]) == 1  # still touching, spring not zero
@@ -328,7 +326,7 @@ def test_cpu_and_gpu_agree(gpu_backend):
 
 
 def law(T, geometry, velocities, params, springs, h):
-    return laws.granular_contact(T, geometry, velocities, velocities, params, springs, h)
+    return hertz_mindlin.contact_law(T, geometry, velocities, velocities, params, springs, h)
 
 
 def test_conservative_parts_against_finite_differences():
@@ -346,7 +344,7 @@ def test_conservative_parts_against_finite_differences():
     zero_v = (0.0,) * 9
 
     def energy(d, xi=xi, psi=psi, phi=phi):
-        return laws.granular_energy(T, d, rstar, estar, gstar, *xi, *psi, phi)
+        return hertz_mindlin.stored_energy(T, d, rstar, estar, gstar, *xi, *psi, phi)
 
     def call(d, xi=xi, psi=psi, phi=phi):
         return law(T, (*n, d, R - d / 2, R - d / 2, rstar, mstar), zero_v, params, (*xi, *psi, phi, d), 0.0)
@@ -354,7 +352,7 @@ def test_conservative_parts_against_finite_differences():
     r = call(delta)
     # normal: F_n = -dU/d(position) = dU/dδ at fixed springs... only the Hertz part depends on δ alone
     eps = 1e-3 * delta
-    un = lambda d: laws.granular_energy(T, d, rstar, estar, gstar, 0, 0, 0, 0, 0, 0, 0)
+    un = lambda d: hertz_mindlin.stored_energy(T, d, rstar, estar, gstar, 0, 0, 0, 0, 0, 0, 0)
     fd = (un(delta + eps) - un(delta - eps)) / (2 * eps)
     assert r[2] == pytest.approx(fd, rel=1e-6)
     # tangential: F_t = -dU/dξ, rolling force F_r = -dU/dψ (couple R* n × F_r), twisting M = -dU/dφ

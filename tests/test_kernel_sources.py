@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
-LAW_MODULES = ("laws.py", "particles.py", "interactions.py", "grid.py")
+LAW_MODULES = ("laws.py", "particles.py", "interactions.py", "bonds.py", "contacts.py", "grid.py") + tuple(
+    f"contact_laws/{p.name}" for p in sorted((KERNELS / "contact_laws").glob("*.py")))
 # Kernels whose float64 instructions are by design: the block report is float64.
 FLOAT64_BY_DESIGN = {"report", "grid_build"}
 
@@ -67,8 +68,9 @@ def test_every_cuda_kernel_compiles_to_ptx_and_float32_is_single_precision():
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     names = {r["kernel"] for r in rows}
-    assert {"advance", "forces", "report", "grid_build", "diagnostics", "keep", "velocities", "friction_advance",
-            "friction_forces"} <= names  # fmt: skip
+    assert {"advance", "forces", "report", "grid_build", "diagnostics", "keep", "velocities"} <= names
+    for law in ("hertz-mindlin", "linear", "jkr"):  # every contact law's step kernels
+        assert {f"{law}_advance", f"{law}_forces", f"{law}_pairs"} <= names
     assert len(rows) == 2 * len(names)
     for r in rows:
         if r["dtype"] == "float64":

@@ -14,7 +14,7 @@ from granular.ensemble.particles import make_particle_spec, replica_scene
 from granular.errors import SceneError
 from granular.particles.forces.materials import Material, mix, pair_table, tsuji_alpha
 from granular.run.scene import build_model, parse_scene
-from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR, PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST
+from kernels.contact_laws.hertz_mindlin import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR, PAIR_MU, PAIR_MU_ROLL, PAIR_MU_TWIST
 
 GLASS = Material(7e10, 0.25, 2500.0, 0.9, 0.4, 0.04, 0.02)
 STEEL = Material(2e11, 0.3, 7800.0, 0.8, 0.2, 0.01, 0.01)

@@ -93,8 +93,9 @@ def test_replicas_on_top_of_each_other_do_not_interact():
     # would collide; as replicas each moves as if alone
     a, b = torus(-1.0, wall=-50.0), torus(1.0, wall=-50.0)
     model = replicate([a, b]).finalize("cpu")
-    together = host(model, run(model, 600))
-    nl = model.force("contacts").neighbors
+    state = run(model, 600)
+    together = host(model, state)
+    nl = state.neighbors
     pairs = nl.pairs()
     assert len(pairs) and (model.replica[pairs[:, 0]] == model.replica[pairs[:, 1]]).all()
     for r, bb in enumerate((a, b)):

@@ -148,7 +148,7 @@ def test_the_dissipative_law_memory_is_counted():
         ExplicitIntegrator("verlet").advance(model, state, 1e-3, 2)
         saved = state._engine._saved_law or {}
         held.append(model_bytes(model, state) + sum(a.nbytes for a in saved.values()))
-    cap = model.force("contacts").neighbors.capacity
+    cap = state.neighbors.capacity
     extra = [memory_needed(model.n, model.n_bonds, cap, np.float64, "cpu", history=h)["host"] for h in (False, True)]
     assert extra[1] - extra[0] == pytest.approx(held[1] - held[0], rel=0.1)
     # on a GPU each end evaluates its pairs: no per-pair slots

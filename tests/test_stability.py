@@ -21,7 +21,7 @@ from granular.particles.stability import (
     estimate_stable_step,
     hertz_stiffness,
 )
-from kernels.laws import PAIR_ALPHA, PAIR_ESTAR
+from kernels.contact_laws.hertz_mindlin import PAIR_ALPHA, PAIR_ESTAR
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TORUS = os.path.join(ROOT, "scenes", "torus_impact.toml")

@@ -407,7 +407,7 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
     table.update(values)
     table["time"] = np.full(len(idx), float(state.time))
     for k in DIAGNOSTICS:
-        if k.startswith("dissipated_") and model.law is None:
+        if k.startswith("dissipated_") and (model.law is None or not model.law.dissipates):
             continue
         table[k] = d[k]
     for axis in "xyz":

@@ -4,12 +4,11 @@ contact networks, checks of a law); host arrays, evaluated on demand, not every 
 :func:`forces_by_family` splits ``state.F`` and ``state.RM`` into the families of the
 model (gravity, pendulum, bonds, contacts, walls) with the same kernels the step uses.
 :func:`contact_list` gives every touching particle pair and particle-wall contact with
-its overlap, normal, contact point and the force and moments of the contact law
-(``kernels/laws.py``: :func:`~kernels.laws.hertz_contact` for the conservative law (56)-(57)
-of paper 003, :func:`~kernels.laws.granular_contact` for the dissipative law of
-``docs/contacts.md``), evaluated at the state as it stands: springs as stored, dashpots
-at the state's velocities. For every particle the contact list's forces and moments add
-up to the ``contacts`` and ``walls`` families of :func:`forces_by_family`.
+its overlap, normal, contact point and the force and moments of the model's contact law
+(:mod:`kernels.contact_laws`: the law's own scalar functions, run here as plain Python),
+evaluated at the state as it stands: history (springs) as stored, dashpots at the
+state's velocities. For every particle the contact list's forces and moments add up to
+the ``contacts`` and ``walls`` families of :func:`forces_by_family`.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from kernels import laws
+from kernels.contact_laws import EVALUATE
 
 __all__ = ["ContactList", "contact_list", "forces_by_family"]
 
@@ -28,7 +27,8 @@ def _configuration(model, state):
     xp = model.backend.xp
     return SimpleNamespace(x=state.x, v=state.v, q=state.q, omega=state.omega, F=xp.zeros_like(state.F),
                            RM=xp.zeros_like(state.RM), broken=state.broken, released=state.released,
-                           wall_springs=state.wall_springs, dissipated=state.dissipated)  # fmt: skip
+                           wall_springs=state.wall_springs, dissipated=state.dissipated,
+                           neighbors=getattr(state, "neighbors", None))  # fmt: skip
 
 
 def forces_by_family(model, state) -> dict:
@@ -45,7 +45,6 @@ def forces_by_family(model, state) -> dict:
         predicted velocities, these the state's own).
     """
     be = model.backend
-    model.bind_springs(state)
     out = {}
     for family in model.forces:
         cfg = _configuration(model, state)
@@ -75,7 +74,7 @@ class ContactList:
         centre's projection on the plane) [L].
     force_normal, force_tangential : ndarray, (C, 3)
         Normal and tangential parts of the force on ``i`` [M L/T²]; ``j`` gets minus
-        their sum. Tangential forces come only with the dissipative law.
+        their sum. Tangential forces come only with a law with friction.
     moment_i, moment_j : ndarray, (C, 3)
         Spatial moment on ``i`` and on ``j`` [M L²/T²] (zero for the frictionless law;
         ``moment_j`` is zero for walls).
@@ -110,20 +109,21 @@ class ContactList:
         return F, M
 
 
-def _touching_pairs(model, x, r):
-    """Particle pairs ``i < j`` that overlap, less the bonded ones the contacts leave out."""
+def _touching_pairs(model, x, r, reach=0.0):
+    """Particle pairs ``i < j`` closer than ``r_i + r_j + reach``, less the bonded ones the
+    contacts leave out."""
     from scipy.spatial import cKDTree  # SciPy loads when contacts are listed, not on import
 
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray").astype(np.int64)
+    pairs = cKDTree(x).query_pairs(2 * r.max() + reach, output_type="ndarray").astype(np.int64)
     if not len(pairs):
         return pairs.reshape(0, 2)
     pairs.sort(axis=1)
     d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
-    pairs = pairs[d < r[pairs[:, 0]] + r[pairs[:, 1]]]
+    pairs = pairs[d < r[pairs[:, 0]] + r[pairs[:, 1]] + reach]
     contacts = model.force("contacts")
-    replica = contacts.neighbors.replica_host if contacts.neighbors is not None else None
+    replica = model.replica
     if replica is not None:  # independent replicas: only pairs within one
         pairs = pairs[replica[pairs[:, 0]] == replica[pairs[:, 1]]]
     if contacts.skip_bonded and model.bonds is not None:
@@ -176,49 +176,52 @@ def contact_list(model, state) -> ContactList:
     return ContactList(pairs, wall, overlap, normal, point, fn, force - fn, mi, mj)
 
 
-def _law_rows(model, state):
-    """What the dissipative law needs on the host: velocities, masses, materials, springs."""
+def _host_law(model, state):
+    """The model's law as plain Python functions (its ``build`` with no compiler) and what
+    they read on the host: body values, the pair table, the stored history."""
     be = model.backend
     law = model.law
-    model.bind_springs(state)
-    found, springs = model.force("contacts").neighbors.springs()
-    stored = {(int(i), int(j)): s for (i, j), s in zip(found, springs)}
-    return SimpleNamespace(v=np.asarray(be.to_host(state.v), np.float64), w=np.asarray(be.to_host(state.omega), np.float64),
-                           m=np.asarray(be.to_host(model.mass), np.float64), mat=law.mat_host,
-                           wall_mat=law.wall_mat_host, pair=law.pair_host, nmat=len(law.materials), stored=stored,
-                           whist=np.asarray(be.to_host(state.wall_springs), np.float64))  # fmt: skip
+    L = law.kernel.build(lambda f: f)
+    v = np.asarray(be.to_host(state.v), np.float64)
+    w = np.asarray(be.to_host(state.omega), np.float64)
+    dyn = SimpleNamespace(x=np.asarray(be.to_host(state.x), np.float64), vp=v, wp=w)
+    par = SimpleNamespace(radius=np.asarray(be.to_host(model.radius), np.float64),
+                          mass=np.asarray(be.to_host(model.mass), np.float64))  # fmt: skip
+    stored = {}
+    nl = getattr(state, "neighbors", None)
+    if law.history and nl is not None:
+        found, springs = nl.springs()
+        stored = {(int(i), int(j)): tuple(s) for (i, j), s in zip(found, springs)}
+    whist = np.asarray(be.to_host(state.wall_springs), np.float64)
+    return SimpleNamespace(L=L, law=law, dyn=dyn, par=par, stored=stored, whist=whist, table=law.pair_host,
+                           mat=law.mat_host, wall_mat=law.wall_mat_host, nmat=law.nmat)  # fmt: skip
 
 
-def _params(h, row):
-    p = h.pair[row]
-    return tuple(p[c] for c in laws.PAIR_LAW)
+def _row(h, ma, mb):
+    """The pair-table row of materials ``ma``, ``mb`` (:func:`kernels.contacts.build`'s ``pair_row``)."""
+    return int(ma) * h.nmat + int(mb) % h.nmat
 
 
 def _particle_rows(model, state, x, r) -> list:
     T = np.float64
-    zero = (0.0, 0.0, 0.0)
-    kpp = model.force("contacts").kpp
-    kpps, replica = model.force("contacts").kpp_replicas, model.replica
-    h = _law_rows(model, state) if model.law is not None else None
+    h = _host_law(model, state)
+    H = h.law.history
     rows = []
-    for i, j in _touching_pairs(model, x, r):
+    for i, j in _touching_pairs(model, x, r, reach=model.force("contacts").skin):
         d = x[i] - x[j]
-        dist = float(np.sqrt(d @ d))
+        dist2 = float(d @ d)
         reach = r[i] + r[j]
+        held = (int(i), int(j)) in h.stored
+        if h.L.contact(T, dist2, reach, held) != EVALUATE:
+            continue
+        dist = float(np.sqrt(dist2))
         delta = reach - dist
         n = d / dist
         point = x[j] + (r[j] - 0.5 * delta) * n
-        if h is None:
-            k = kpp if kpps is None else kpps[replica[i]]
-            f, _ = laws.hertz_contact(T, dist, reach, k)
-            rows.append(((i, j), False, delta, n, point, f * n, zero, zero))
-            continue
-        geometry = (n[0], n[1], n[2], delta, r[i] - 0.5 * delta, r[j] - 0.5 * delta, r[i] * r[j] / reach,
-                    h.m[i] * h.m[j] / (h.m[i] + h.m[j]))  # fmt: skip
-        velocities = (*(h.v[i] - h.v[j]), *h.w[i], *h.w[j])
-        springs = tuple(h.stored.get((int(i), int(j)), np.zeros(8)))
-        out = laws.granular_contact(T, geometry, velocities, velocities,
-                                    _params(h, h.mat[i] * h.nmat + h.mat[j] % h.nmat), springs, T(0.0))  # fmt: skip
+        hist = h.stored.get((int(i), int(j)), (0.0,) * H) if H else 0
+        p = h.L.params(h.table, _row(h, h.mat[i], h.mat[j]))
+        out = h.L.pair(T, d[0], d[1], d[2], dist2, reach, h.L.body(T, i, h.dyn, h.par), h.L.body(T, j, h.dyn, h.par),
+                       p, hist, T(0.0))  # fmt: skip
         rows.append(((i, j), False, delta, n, point, out[0:3], out[3:6], out[6:9]))
     return rows
 
@@ -226,28 +229,26 @@ def _particle_rows(model, state, x, r) -> list:
 def _wall_rows(model, state, x, r, walls) -> list:
     T = np.float64
     zero = (0.0, 0.0, 0.0)
-    k = np.asarray(model.backend.to_host(walls.k), dtype=np.float64)
-    h = _law_rows(model, state) if model.law is not None else None
+    h = _host_law(model, state)
+    H = h.law.history
     rows = []
     first, replica = walls.first_host, walls.replica_host
     for w, plane in enumerate(walls.planes_host):
         n, c = plane[:3], plane[3]
         s = x @ n - c
-        touching = s < r
+        meets = np.ones(len(x), dtype=bool)
         if len(first):  # replicas: the wall meets its replica's particles
             rep = int(np.searchsorted(first, w, side="right")) - 1
-            touching &= replica == rep
-        for i in np.flatnonzero(touching):
+            meets &= replica == rep
+        for i in np.flatnonzero(meets):
             local = w - (int(first[replica[i]]) if len(first) else 0)
             dist = float(s[i])
-            point = x[i] - dist * n
-            if h is None:
-                f, _ = laws.hertz_contact(T, dist, r[i], k[w])
-                rows.append(((i, w), True, r[i] - dist, n, point, f * n, zero, zero))
+            hist = tuple(h.whist[i, local]) if H else 0
+            held = bool(H and hist[H - 1] != 0)
+            if h.L.wall_contact(T, dist, r[i], held) != EVALUATE:
                 continue
-            geometry = (n[0], n[1], n[2], r[i] - dist, dist, 0.0, r[i], h.m[i])
-            velocities = (*h.v[i], *h.w[i], 0.0, 0.0, 0.0)
-            out = laws.granular_contact(T, geometry, velocities, velocities,
-                                        _params(h, h.mat[i] * h.nmat + h.wall_mat[w] % h.nmat), tuple(h.whist[i, local]), T(0.0))  # fmt: skip
+            point = x[i] - dist * n
+            p = h.L.params(h.table, _row(h, h.mat[i], h.wall_mat[w]))
+            out = h.L.wall(T, n[0], n[1], n[2], dist, h.L.body(T, i, h.dyn, h.par), p, hist, T(0.0))
             rows.append(((i, w), True, r[i] - dist, n, point, out[0:3], out[3:6], zero))
     return rows

@@ -111,12 +111,14 @@ class HealthCheck:
 
 class Snapshot:
     """A copy of the state arrays ``names`` on the state's backend, with the clock; with
-    a ``model`` of the dissipative law also its neighbour list and contact springs (on
-    the device: :meth:`granular.particles.neighbors.NeighborList.snapshot`)."""
+    a ``model`` whose contact law keeps history also the state's neighbour list and the
+    contacts' history (on the device:
+    :meth:`granular.particles.neighbors.NeighborList.snapshot`)."""
 
     def __init__(self, state, names, model=None):
         self.names = tuple(names)
-        self.model = model if model is not None and getattr(model, "law", None) is not None else None
+        law = getattr(model, "law", None)
+        self.model = model if law is not None and law.history and getattr(state, "neighbors", None) is not None else None
         self.arrays = {k: getattr(state, k).copy() for k in self.names}
         self.springs = None
         self._take_springs(state)
@@ -124,8 +126,7 @@ class Snapshot:
 
     def _take_springs(self, state) -> None:
         if self.model is not None:
-            self.model.bind_springs(state)
-            self.springs = self.model.force("contacts").neighbors.snapshot(self.springs)
+            self.springs = state.neighbors.snapshot(self.springs)
 
     def take(self, state) -> None:
         for k in self.names:
@@ -137,8 +138,7 @@ class Snapshot:
         for k in self.names:
             getattr(state, k)[...] = self.arrays[k]
         if self.model is not None:
-            self.model.bind_springs(state)
-            self.model.force("contacts").neighbors.restore_snapshot(self.springs)
+            state.neighbors.restore_snapshot(self.springs)
         state.time, state.step, state.forces_valid, state.clock = self.time, self.step, self.forces_valid, self.clock
         state.remember_forces()
         state._engine = None  # the step loop's displacement budget belonged to the later state

@@ -26,18 +26,19 @@ Example::
 from __future__ import annotations
 
 import numbers
-import weakref
 
 import numpy as np
 
+from kernels import contact_laws
 from kernels.layout import DIAGNOSTICS, Dynamics, Particles
 
 from .. import rotations
 from ..backend import Backend, resolve_backend
 from .forces import Bonds, ParticleContacts, PendulumPotential, UniformGravity, Walls
 from .forces.bonds import empty_bond_args
-from .forces.contacts import VELOCITIES, ContactLaw, no_contact_args, no_wall_args
+from .forces.contacts import no_contact_args, no_wall_args
 from .forces.fields import field_args
+from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law
 from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems, sphere_mass
 from .placement import overlap_problem, wall_problem
 from .state import State
@@ -169,6 +170,7 @@ class ModelBuilder:
         self._bond_keys = []  # per call: (a << 32) | b of each bond (a < b), for duplicate detection
         self._bond_count = 0
         self._kpp = None
+        self._contact_law = None  # the law's name given to set_contacts (None: by the materials)
         self._bonded_contacts = True
         self._contact_search = ("cells", None)
         self._walls = []  # (normal (3,), offset, k or None, material index or -1)
@@ -188,7 +190,7 @@ class ModelBuilder:
         self._replica_materials = None  # each replica's materials (same names), where they differ
 
     @classmethod
-    def replicas(cls, builders, names=None) -> "ModelBuilder":
+    def replicas(cls, builders, names=None) -> ModelBuilder:
         """One builder holding the systems of ``builders`` as independent replicas.
 
         Replica ``r`` is ``builders[r]``: its particles keep their order and follow those
@@ -242,7 +244,8 @@ class ModelBuilder:
                 raise ValueError(f"replicas: builder {r} {'has no' if b._kpp is None else 'has a'} contact stiffness "
                                  f"kpp and builder 0 {'has' if b._kpp is None else 'has not'}; the contact law is one "
                                  "setting for all replicas")  # fmt: skip
-            for name in ("_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap"):
+            for name in ("_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
+                         "_contact_law"):  # fmt: skip
                 if getattr(b, name) != getattr(first, name):
                     raise ValueError(f"replicas: builder {r} differs from builder 0 in {name[1:]} "
                                      f"({getattr(b, name)!r} against {getattr(first, name)!r}); it is one setting "
@@ -253,7 +256,7 @@ class ModelBuilder:
                                  "give its materials other values, under the same names")  # fmt: skip
         out = cls()
         for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
-                     "_gravity"):
+                     "_gravity", "_contact_law"):
             setattr(out, name, getattr(first, name))
         # each replica's gravity (none: zero), where they differ
         rows = [np.zeros(3) if b._gravity is None else np.asarray(b._gravity, dtype=np.float64) for b in builders]
@@ -550,14 +553,18 @@ class ModelBuilder:
         self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)
 
-    def add_material(self, name, young, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
-                     rolling_friction=0.0, twisting_friction=0.0) -> int:  # fmt: skip
-        """Define a material for the dissipative contact law; return its index.
+    def add_material(self, name, young=None, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
+                     rolling_friction=0.0, twisting_friction=0.0, *, stiffness=None, tangential_stiffness=None,
+                     tangential_damping=0.0, surface_energy=0.0, damping=0.0) -> int:  # fmt: skip
+        """Define a material for a contact law with materials; return its index.
 
         Particles (:meth:`add_particles`) and walls (:meth:`add_wall`) name it. Once any
-        particle has a material, every contact follows that law
-        (:mod:`granular.particles.forces.materials`, ``docs/contacts.md``), and every
-        particle and wall needs a material.
+        particle has a material, every contact follows the law of :meth:`set_contacts`
+        (default the dissipative law ``"hertz-mindlin"``;
+        :mod:`granular.particles.forces.laws`, ``docs/contacts.md``), and every particle
+        and wall needs a material. Each law needs some of the fields: ``young`` for
+        ``"hertz-mindlin"`` and ``"jkr"``, ``stiffness`` for ``"linear"``; the others have
+        defaults.
 
         Parameters
         ----------
@@ -575,6 +582,18 @@ class ModelBuilder:
         friction, rolling_friction, twisting_friction : float, optional
             Sliding, rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``
             [-], >= 0. Default 0.
+        stiffness, tangential_stiffness : float, optional
+            The linear law's normal and tangential spring stiffnesses ``k_n``, ``k_t``
+            [M/T²], > 0 (``k_t`` default ``2/7 k_n``).
+        tangential_damping : float, optional
+            The linear law's tangential dashpot as a fraction ``x_γt`` of the normal one,
+            >= 0. Default 0.
+        surface_energy : float, optional
+            JKR's surface energy ``γ`` of one surface [M/T²], >= 0 (the work of adhesion
+            is ``2γ``, the pull-off force ``3πγR*``). Default 0.
+        damping : float, optional
+            JKR's damping coefficient ``d`` [1/(L T)], >= 0: the normal dashpot is
+            ``d m* a``. Default 0.
 
         Returns
         -------
@@ -592,7 +611,9 @@ class ModelBuilder:
             raise ValueError(f"material name: must be a non-empty string, got {name!r}")
         if name in self._materials:
             raise ValueError(f"material {name!r}: defined twice")
-        m = Material(young, poisson, density, restitution, friction, rolling_friction, twisting_friction)
+        m = Material(young, poisson, density, restitution, friction, rolling_friction, twisting_friction,
+                     stiffness=stiffness, tangential_stiffness=tangential_stiffness,
+                     tangential_damping=tangential_damping, surface_energy=surface_energy, damping=damping)
         check_material(name, m)
         self._materials[name] = (len(self._materials), m)
         return len(self._materials) - 1
@@ -642,13 +663,15 @@ class ModelBuilder:
         self._pairs[key] = {**self._pairs.get(key, {}), **{k: float(v) for k, v in values.items()}}
 
     def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted",
-                     allow_initial_overlap=False) -> None:  # fmt: skip
-        """Set the particle-particle contact U^pp (56)-(57) between overlapping pairs.
+                     allow_initial_overlap=False, law=None) -> None:  # fmt: skip
+        """Set the contact between particles (and the law at the walls).
 
-        The law is ``U^pp = (2/5) K^pp [1 - r/(r_i + r_j)]_+^{5/2}`` (the factor of (56)
-        as ``docs/physics.md`` reads it). With materials (:meth:`add_material`) the
-        dissipative law replaces U^pp (then ``kpp`` must be left out) and acts even
-        without this call, which then only sets the other options. :meth:`finalize`
+        Paper 003's law (``law="hertz"``, the default with ``kpp``) is
+        ``U^pp = (2/5) K^pp [1 - r/(r_i + r_j)]_+^{5/2}`` (the factor of (56) as
+        ``docs/physics.md`` reads it). With materials (:meth:`add_material`) a law with
+        materials acts instead (then ``kpp`` must be left out): ``"hertz-mindlin"`` (the
+        default), ``"linear"`` or ``"jkr"`` (:mod:`granular.particles.forces.laws`); it acts
+        even without this call, which then only sets the other options. :meth:`finalize`
         refuses particles that overlap at the start unless ``allow_initial_overlap`` (and
         coincident ones always: their contact has no direction). A second call replaces
         every setting of the first.
@@ -672,14 +695,19 @@ class ModelBuilder:
             (``docs/contacts.md``). Default ``"predicted"``.
         allow_initial_overlap : bool, optional
             Accept particles that overlap at the start. Default ``False``.
+        law : {"hertz", "hertz-mindlin", "linear", "jkr"}, optional
+            The contact law (default: ``"hertz"`` with ``kpp``, ``"hertz-mindlin"`` with
+            materials).
 
         Raises
         ------
         ValueError
-            ``kpp`` not finite and >= 0, or an unknown ``search`` or ``velocity``, or a
-            ``skin`` not finite and >= 0.
+            ``kpp`` not finite and >= 0, or an unknown ``search``, ``velocity`` or
+            ``law``, or a ``skin`` not finite and >= 0.
         """
         self._open("set_contacts")
+        if law is not None and law not in LAWS:
+            raise ValueError(f"law: must be one of {', '.join(LAWS)}, got {law!r}")
         if velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
         self._velocity = velocity
@@ -693,6 +721,7 @@ class ModelBuilder:
                                  or not (np.isfinite(skin) and skin >= 0)):  # fmt: skip
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self._contact_search = (search, skin)
+        self._contact_law = law
 
     def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False) -> int:
         """Add a planar wall ``n·x = offset``; return its id.
@@ -756,7 +785,7 @@ class ModelBuilder:
         self._wall_overlap.append(bool(allow_initial_overlap))
         return wid
 
-    def finalize(self, backend="auto", dtype=np.float64) -> "Model":
+    def finalize(self, backend="auto", dtype=np.float64) -> Model:
         """Check the whole model, move it to ``backend`` and return the :class:`Model`.
 
         Builds the interaction families in the order gravity, pendulum, bonds, contacts,
@@ -834,30 +863,40 @@ class ModelBuilder:
                 )
             bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
             forces.append(bonds)
-        law = self._law(be, dtype)
-        if self._kpp is not None or law is not None:
-            search, skin = self._contact_search
-            radius_dev = be.asarray(cat(self._radius), dtype=dtype)
-            forces.append(ParticleContacts(be, self._n, self._kpp or 0.0, bonds, self._bonded_contacts, search, skin,
-                                           radius_dev, law=law, replica=replica, kpp_replicas=self._replica_kpp))  # fmt: skip
-        elif self._contacts_set:
+        dissipative = self._law(be, dtype)
+        if self._kpp is None and dissipative is None and self._contacts_set:
             raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
+        ks = []
         if self._walls:
-            ks = []
             # a wall without k takes its replica's contact stiffness
             wall_kpp = [self._kpp] * len(self._walls)
             if self._replica_kpp is not None:
                 wall_kpp = np.repeat(self._replica_kpp, self._replica_walls).tolist()
             for wid, (_, _, k, _) in enumerate(self._walls):
-                if k is None and self._kpp is None and law is None:
+                if k is None and self._kpp is None and dissipative is None:
                     raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
                 ks.append((wall_kpp[wid] or 0.0) if k is None else k)
+        law = dissipative
+        if law is None and (self._kpp is not None or self._walls):
+            law = hertz_law(be, self._n, self._kpp, ks, replica=replica, first_wall=first_wall,
+                            kpp_replicas=self._replica_kpp, dtype=dtype)  # fmt: skip
+        kernels = be.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
+        if self._kpp is not None or dissipative is not None:
+            search, skin = self._contact_search
+            radius_dev = be.asarray(cat(self._radius), dtype=dtype)
+            kpp = self._kpp or 0.0
+            if self._replica_kpp is not None:
+                kpp = float(np.max(self._replica_kpp))
+            forces.append(ParticleContacts(be, self._n, law, kpp, bonds, self._bonded_contacts, search, skin,
+                                           radius_dev, replica=replica, kernels=kernels))  # fmt: skip
+        if self._walls:
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
-            mats = [max(m, 0) for _, _, _, m in self._walls]
-            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=mats, first=first_wall, replica=replica))
-        self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or law is not None)
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
+                                replica=replica))  # fmt: skip
+        self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or dissipative is not None)
         model = Model(
             law=law,
+            kernels=kernels,
             backend=be,
             dtype=np.dtype(dtype),
             mass=mass,
@@ -905,9 +944,10 @@ class ModelBuilder:
             raise ValueError(where + problem[1])
 
     def _law(self, be, dtype):
-        """The dissipative law when any particle has a material (then all must, and every
-        wall), else ``None``."""
+        """The law with materials when any particle has a material (then all must, and
+        every wall), else ``None`` (paper 003's law, or no contacts)."""
         mat = np.concatenate(self._mat)
+        name = self._contact_law
         if not (mat >= 0).any():
             for wid, w in enumerate(self._walls):
                 if w[3] >= 0:
@@ -915,7 +955,15 @@ class ModelBuilder:
                                      "materials (the dissipative law), or leave the wall's out")  # fmt: skip
             if self._pairs or self._replica_pairs:
                 raise ValueError("set_pair: values were given to pairs of materials but no particle has a material")
+            if name is not None and name != "hertz":
+                raise ValueError(f"law: the {name} contact law needs materials (add_material, and a material for "
+                                 "every particle and wall)")  # fmt: skip
             return None
+        if name == "hertz":
+            raise ValueError("law: paper 003's hertz law takes kpp, not materials; choose a law with materials "
+                             f"({', '.join(MATERIAL_LAWS)}) or leave the particles' materials out")  # fmt: skip
+        name = name or "hertz-mindlin"
+        spec = MATERIAL_LAWS[name]
         if (mat < 0).any():
             i = int(np.argmax(mat < 0))
             raise ValueError(f"particle {i} has no material; with materials every particle needs one (the contact "
@@ -924,9 +972,18 @@ class ModelBuilder:
             if w[3] < 0:
                 raise ValueError(f"wall {wid}: material: with materials every wall needs one")
         if self._kpp is not None:
-            raise ValueError("kpp: with materials the dissipative law replaces U^pp; leave kpp out")
+            raise ValueError(f"kpp: with materials the {name} law replaces U^pp; leave kpp out")
         names = sorted(self._materials, key=lambda k: self._materials[k][0])
         mats = [self._materials[k][1] for k in names]
+        for table in [mats] + list(self._replica_materials or []):
+            for k, m in zip(names, table):
+                check_material(k, m, spec.needs)
+        for given in [self._pairs] + list(self._replica_pairs or []):
+            for (a, b), values in given.items():
+                bad = sorted(set(values) - set(spec.pair_fields))
+                if bad:
+                    raise ValueError(f"pair ({names[a]!r}, {names[b]!r}): {bad[0]}: not a value of a pair under the "
+                                     f"{name} law; allowed: {', '.join(spec.pair_fields)}")  # fmt: skip
         wall_mat = np.asarray([w[3] for w in self._walls], dtype=np.int64)
         per, per_pairs = self._replica_materials, self._replica_pairs
         if per is not None or per_pairs is not None:  # replica r's materials are r * M + m (a block of pair rows each)
@@ -935,8 +992,8 @@ class ModelBuilder:
             m = len(names)
             mat = mat + m * np.repeat(np.arange(count), self._replica_counts)
             wall_mat = wall_mat + m * np.repeat(np.arange(count), self._replica_walls)
-        return ContactLaw(be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype, per_replica=per,
-                          pairs=self._pairs, per_replica_pairs=per_pairs)  # fmt: skip
+        return material_law(name, be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype,
+                            per_replica=per, pairs=self._pairs, per_replica_pairs=per_pairs)  # fmt: skip
 
 
 class Model:
@@ -956,9 +1013,11 @@ class Model:
     ``forces``     list            interaction families (:mod:`granular.particles.forces`), in
                                    the order gravity, pendulum, bonds, contacts, walls
     ``bonds``                      the :class:`~granular.particles.forces.Bonds` family or ``None``
-    ``law``                        the dissipative contact law
-                                   (:class:`~granular.particles.forces.contacts.ContactLaw`) or
-                                   ``None``
+    ``law``                        the contact law of the contacts and walls
+                                   (:class:`~granular.particles.forces.laws.ContactLaw`), or
+                                   ``None`` without either
+    ``kernels``                    the step kernels, compiled for the law
+                                   (:func:`kernels.cpu.for_law`)
     ``backend``                    the :class:`~granular.backend.Backend` of every array
     ``dtype``      numpy.dtype     float64 (default) or float32
     =============  ==============  =======================================================
@@ -979,12 +1038,18 @@ class Model:
     bonds : Bonds, optional
         The bond family (also in ``forces``), or ``None``.
     law : ContactLaw, optional
-        The dissipative contact law, or ``None``.
+        The contact law, or ``None`` (no contacts, no walls).
+    kernels : namespace, optional
+        The step kernels for ``law`` (default: compiled for it, or for paper 003's law).
     """
 
-    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None, law=None):
+    def __init__(self, backend: Backend, dtype, mass, inertia, radius, forces, initial, bonds=None, law=None,
+                 kernels=None):  # fmt: skip
         xp = backend.xp
-        self.law = law  # the dissipative contact law (granular.particles.forces.contacts.ContactLaw) or None
+        self.law = law
+        if kernels is None:
+            kernels = backend.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
+        self.kernels = kernels
         self.bonds = bonds
         self.n_bonds = 0 if bonds is None else bonds.count
         self.backend = backend
@@ -1009,35 +1074,21 @@ class Model:
         State
             Copies of the initial ``x``, ``v``, ``q``, ``omega`` on the model's backend in
             its dtype; zero forces (``forces_valid`` false), intact bonds, ``time = 0``,
-            ``step = 0``; with the dissipative law zero wall springs (N, W, 8) and
-            dissipated energies (N, 4). Every call gives an independent state.
+            ``step = 0``; with a contact law that keeps history, no history (the wall
+            contacts' (N, W, H) and a neighbour list without any); with one that
+            dissipates, zero dissipated energies (N, 4). Every call gives an independent
+            state.
         """
         x, v, q, omega = self._initial
         walls = self.force("walls")
-        n_walls = None if self.law is None else (0 if walls is None else walls.per_particle)
-        return State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds, n_walls)
-
-    def bind_springs(self, state) -> None:
-        """Internal plumbing of the step loop: make the neighbour list's contact springs those of ``state``.
-
-        The springs live with the model's neighbour list (parallel to its rows); a model
-        stepping several states in turn keeps the springs of the one it leaves with that
-        state (a host copy, keyed by pair) and gives them back when it returns to it. A
-        new state starts without springs. Nothing to do without the dissipative law."""
-        if self.law is None:
-            return
-        nl = self.force("contacts").neighbors
-        owner = nl.owner() if nl.owner is not None else None
-        if owner is state:
-            return
-        if owner is not None:
-            owner._springs = nl.springs()
-        pairs, springs = getattr(state, "_springs", None) or (np.zeros((0, 2), np.int64), np.zeros((0, 8)))
-        nl.hist[...] = 0
-        nl.live[...] = 0
-        nl.set_springs(state.x, pairs, springs)
-        state._springs = None
-        nl.owner = weakref.ref(state)
+        history = self.law.history if self.law is not None else 0
+        n_walls = 0 if walls is None else walls.per_particle
+        state = State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds,
+                               walls=n_walls if history else 0, history=history,
+                               dissipation=self.law is not None and self.law.dissipates)  # fmt: skip
+        contacts = self.force("contacts")
+        state.neighbors = contacts.new_list() if contacts is not None else None
+        return state
 
     def force(self, kind: str):
         """Return the interaction family of ``kind``, or ``None``.
@@ -1060,12 +1111,12 @@ class Model:
 
     # ------------------------------------------------------------ kernel arguments
 
-    def kernel_args(self) -> dict:
+    def kernel_args(self, cfg=None) -> dict:
         """Internal plumbing of the step loop: the kernels' argument bundles.
 
         The bundles of :mod:`kernels.layout` (device views): ``par``, ``bonds``,
-        ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (new arrays after a
-        neighbour-list regrow)."""
+        ``walls``, ``fields`` (fixed), ``contacts`` and ``grid`` (``cfg``'s neighbour list:
+        a state's own, new arrays after a regrow)."""
         be, dt = self.backend, self.dtype
         if self._static_args is None:
             dev = be.kernels.to_device
@@ -1078,18 +1129,27 @@ class Model:
                 "fields": field_args(be, self.n, self.force("gravity"), self.force("pendulum"), dt),
             }
         contacts = self.force("contacts")
-        pair = contacts.kernel_args() if contacts is not None else no_contact_args(be, dt)
+        if contacts is not None:
+            pair = contacts.kernel_args(cfg)
+        else:
+            pair = no_contact_args(be, dt, self.law.args() if self.law is not None else None)
         return dict(self._static_args, contacts=pair[0], grid=pair[1])
+
+    def neighbors_of(self, cfg):
+        """The neighbour list of ``cfg`` (a state's own; the contact family's scratch list
+        for another configuration), or ``None`` without one."""
+        contacts = self.force("contacts")
+        return contacts.list_of(cfg) if contacts is not None else None
 
     def dynamics(self, cfg, step=False) -> Dynamics:
         """Internal plumbing of the step loop: the ``Dynamics`` bundle of ``cfg``.
 
         ``cfg`` is a state or configuration (an object with ``x``, ``q``, ``F``, ``RM``,
         ``broken`` and optionally ``v``, ``omega``, ``released``, ``wall_springs``,
-        ``dissipated``; missing velocities count as zero, missing springs as none).
-        With the dissipative law, ``step``: the bundle of
-        the step loop (the law's own ``vp``, ``wp``, written by the advance pass); else
-        the force pass sees ``v`` and ``Ω`` themselves."""
+        ``dissipated``, ``neighbors``; missing velocities count as zero, missing history
+        as none). With a law that reads velocities, ``step``: the bundle of the step loop
+        (the law's own ``vp``, ``wp``, written by the advance pass); else the force pass
+        sees ``v`` and ``Ω`` themselves."""
         dev = self.backend.kernels.to_device
         xp = self.backend.xp
         if self._zeros is None:
@@ -1100,10 +1160,8 @@ class Model:
         v = self._zeros[0] if v is None else v
         omega = self._zeros[0] if omega is None else omega
         law = self.law_arrays(cfg)
-        if self.law is not None and step:
-            vp, wp = self.law.vp, self.law.wp
-        elif self.law is not None:
-            vp, wp = v, omega
+        if self.law is not None and self.law.vp is not None:
+            vp, wp = (self.law.vp, self.law.wp) if step else (v, omega)
         else:
             vp = wp = law["none3"]
         return Dynamics(
@@ -1113,37 +1171,43 @@ class Model:
         )  # fmt: skip
 
     def law_arrays(self, cfg=None) -> dict:
-        """Internal plumbing of the step loop: the dissipative law's arrays of a ``Dynamics`` bundle.
+        """Internal plumbing of the step loop: the contact law's arrays of a ``Dynamics`` bundle.
 
-        One-row or empty placeholders without the law; with it the neighbour list's
-        ``nbr``, ``count``, ``x_ref``, ``hist``, ``live``, and ``cfg``'s ``wall_springs``
-        and ``dissipated``."""
+        One-row or empty placeholders where the law keeps no history and dissipates
+        nothing; else ``cfg``'s neighbour list's ``nbr``, ``count``, ``x_ref``, ``hist``,
+        ``live``, and ``cfg``'s ``wall_springs`` and ``dissipated``."""
         xp = self.backend.xp
         if getattr(self, "_law_none", None) is None:
             dt = self.dtype
-            self._law_none = {"none3": xp.zeros((0, 3), dt), "hist": xp.zeros((0, 1, 8), dt),
+            self._law_none = {"none3": xp.zeros((0, 3), dt), "hist": xp.zeros((0, 1, 1), dt),
                               "live": xp.zeros((0, 1), np.uint8),
-                              "whist": xp.zeros((0, 0, 8), dt), "dissip": xp.zeros((0, 4), dt),
+                              "whist": xp.zeros((0, 0, 1), dt), "dissip": xp.zeros((0, 4), dt),
                               "nbr": xp.zeros((0, 1), np.int32), "count": xp.zeros(0, np.int32),
                               "x_ref": xp.zeros((0, 3), dt)}  # fmt: skip
         out = dict(self._law_none)
-        if self.law is None:
+        law = self.law
+        if law is None:
             return out
-        nl = self.force("contacts").neighbors
-        out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist, live=nl.live)
-        ws, ds = getattr(cfg, "wall_springs", None), getattr(cfg, "dissipated", None)
         walls = self.force("walls")
-        if ws is None or ws.shape[0] != self.n:
-            ws = xp.zeros((self.n, 0 if walls is None else walls.per_particle, 8), self.dtype)
-        if ds is None or ds.shape[0] != self.n:
-            ds = xp.zeros((self.n, 4), self.dtype)
-        out.update(whist=ws, dissip=ds)
+        if law.history:
+            nl = self.neighbors_of(cfg)
+            if nl is not None:
+                out.update(nbr=nl.nbr, count=nl.count, x_ref=nl.x_ref, hist=nl.hist, live=nl.live)
+            ws = getattr(cfg, "wall_springs", None)
+            if ws is None or ws.shape[0] != self.n:
+                ws = xp.zeros((self.n, 0 if walls is None else walls.per_particle, law.history), self.dtype)
+            out["whist"] = ws
+        if law.dissipates:
+            ds = getattr(cfg, "dissipated", None)
+            if ds is None or ds.shape[0] != self.n:
+                ds = xp.zeros((self.n, 4), self.dtype)
+            out["dissip"] = ds
         return out
 
     def accumulate_family(self, family: int, cfg) -> None:
         """Internal plumbing of the step loop: add one family's force and moment at ``cfg`` to ``cfg.F``, ``cfg.RM``."""
-        a = self.kernel_args()
-        kern = self.backend.kernels
+        a = self.kernel_args(cfg)
+        kern = self.kernels
         kern.set_stream(0)
         kern.family_forces(family, self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
 
@@ -1158,11 +1222,11 @@ class Model:
         ``cfg.x`` first."""
         contacts = self.force("contacts")
         if contacts is not None:
-            contacts.ensure_list(cfg.x)
+            contacts.ensure_list(cfg)
         if self._diag_rows is None:
             self._diag_rows = self.backend.xp.zeros((self.n, len(DIAGNOSTICS)), dtype=self.dtype)
-        a = self.kernel_args()
-        kern = self.backend.kernels
+        a = self.kernel_args(cfg)
+        kern = self.kernels
         kern.set_stream(0)
         kern.diagnostics(self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"],
                          kern.to_device(self._diag_rows))  # fmt: skip

@@ -11,9 +11,12 @@ previous one say it is due. How the build works is in :mod:`kernels.grid`: cells
 cutoff wide, hashed into a fixed number of buckets, so a build is three launches in
 fixed arrays, no host round trip, no sort and no bounding box.
 
-Contact history (the dissipative law, ``docs/contacts.md``): ``hist`` (N, capacity, 8)
-holds the springs of each listed pair, parallel to ``nbr``; a build carries them to the
-new rows on the device (:mod:`kernels.grid`), and a regrow copies them with the rows.
+Contact history (a contact law that keeps it, :mod:`kernels.contact_laws`): ``hist``
+(N, capacity, H) holds the history (springs) of each listed pair, parallel to ``nbr``; a
+build carries it to the new rows on the device (:mod:`kernels.grid`), and a regrow copies
+it with the rows. The list, with its history, belongs to a state
+(:attr:`granular.particles.state.State.neighbors`): it is saved in checkpoints and
+restored by a rewind with the rest of the state.
 
 Capacity: the list is a fixed ``(N, capacity)`` int32 array and each bucket holds at most
 ``depth`` particles. A build reports the largest row and bucket it found; when either
@@ -27,7 +30,8 @@ import math
 
 import numpy as np
 
-from kernels.laws import CONTACT_SLOT, CONTACTS_LIST, HISTORY
+from kernels import contact_laws
+from kernels.laws import CONTACT_SLOT, CONTACTS_LIST
 from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
 #: Initial particles per bucket; the buckets number the next power of two >= N.
@@ -55,14 +59,19 @@ class NeighborList:
 
     Arrays (backend): ``nbr`` (N, capacity) int32 neighbour indices, rows sorted;
     ``count`` (N,) int32; ``x_ref`` (N, 3) positions at the last build; ``bucket_count``
-    (buckets,) int32 and ``members`` (buckets, depth) int32, the hash grid.
+    (buckets,) int32 and ``members`` (buckets, depth) int32, the hash grid; with
+    ``history`` floats of history per contact, ``hist`` (N, capacity, history) and
+    ``live`` (N, capacity) uint8 (1 where a slot holds history).
     ``builds`` counts builds, ``regrows`` capacity increases; ``generation`` changes
     whenever the arrays are replaced (a bound :class:`kernels.program.Program` must be
     rebound) and ``version`` whenever the list is rebuilt outside a block.
+    ``law``: the contact law's fields of the ``Contacts`` bundle
+    (:meth:`granular.particles.forces.laws.ContactLaw.args`); ``kernels``: the law's
+    kernels (:func:`kernels.cpu.for_law`), which build the list.
     """
 
-    def __init__(self, backend, radius, skin: float, capacity: int = 16, history: bool = False, replica=None,
-                 kpps=None):
+    def __init__(self, backend, radius, skin: float, capacity: int = 16, history: int = 0, replica=None, law=None,
+                 kernels=None):  # fmt: skip
         if not (skin >= 0 and math.isfinite(skin)):
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self.backend = backend
@@ -76,14 +85,14 @@ class NeighborList:
         self.capacity = max(1, int(capacity))
         self.depth = BUCKET_DEPTH
         self.buckets = _buckets_for(self.n)
-        self.history = bool(history)
+        self.history = int(history)
         # each particle's replica (a model of independent replicas), else none: part of the cell
         self.replica_host = None if replica is None else np.asarray(replica, np.int32)
         self.replica = backend.xp.asarray(np.zeros(0, np.int32) if replica is None else self.replica_host)
-        # each replica's contact stiffness, where replicas have their own (else the one kpp)
-        self.kpps = backend.xp.asarray(np.zeros(0) if kpps is None else np.asarray(kpps), dtype=self.dtype)
-        self.law = None  # the law's fixed arguments (a dict), set by the contact family
-        self.owner = None  # weak reference to the state whose springs the list holds (Model.bind_springs)
+        self.law = law if law is not None else placeholder_law(backend, self.dtype)
+        if kernels is None:  # a list of its own (no contact law): built by any law's kernels
+            kernels = backend.kernels.for_law(contact_laws.hertz)
+        self.kernels = kernels
         xp = backend.xp
         self.count = xp.zeros(self.n, dtype=np.int32)
         self.x_ref = xp.zeros((self.n, 3), dtype=self.dtype)
@@ -94,6 +103,7 @@ class NeighborList:
         self.generation = 0
         self.version = 0
         self.count_old = xp.zeros(self.n if self.history else 0, dtype=np.int32)
+        self.valid = False
         self.nbr = self.hist = self.live = None
         self._allocate(self.capacity, self.depth)
 
@@ -104,24 +114,28 @@ class NeighborList:
         self.capacity, self.depth = int(capacity), int(depth)
         self.nbr = xp.zeros((self.n, self.capacity), dtype=np.int32)
         self.members = xp.zeros((self.buckets, self.depth), dtype=np.int32)
-        rows = self.n if self.history else 0
-        width = self.capacity if self.history else 1
+        h = self.history
+        rows = self.n if h else 0
+        width = self.capacity if h else 1
         # a float64 slot of springs is then exactly one cache line, as a result slot is
-        self.hist = _aligned_zeros(xp, (rows, width, HISTORY), self.dtype)
+        self.hist = _aligned_zeros(xp, (rows, width, max(h, 1)), self.dtype)
         self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
-        self.hist_old = _aligned_zeros(xp, (rows, width, HISTORY), self.dtype)
-        # the per-pair pass's slots (kernels.interactions.granular_pair_body), where the
-        # backend evaluates each pair once (PER_CONTACT_PASS); empty: each end evaluates
-        pairs = rows if self.backend.kernels.PER_CONTACT_PASS else 0
-        self.res = _aligned_zeros(xp, (pairs, width if pairs else 1, CONTACT_SLOT), self.dtype)
-        self.got = xp.zeros((pairs, width if pairs else 1), dtype=np.uint8)
-        if carry is not None and self.history:
+        self.hist_old = _aligned_zeros(xp, (rows, width, max(h, 1)), self.dtype)
+        # the per-pair pass's slots (kernels.contacts.pair_pass), where the backend
+        # evaluates each pair once (PER_CONTACT_PASS) and the law keeps history (a law
+        # without is cheap enough that writing and reading back the slots costs more:
+        # paper 003's law on the bonded block of 64000, 2 cores, 7.1 ms per step with each
+        # end evaluating its pairs against 7.5 with the pass); empty: each end evaluates
+        pairs = self.n if self.backend.kernels.PER_CONTACT_PASS and h else 0
+        self.res = _aligned_zeros(xp, (pairs, self.capacity if pairs else 1, CONTACT_SLOT), self.dtype)
+        self.got = xp.zeros((pairs, self.capacity if pairs else 1), dtype=np.uint8)
+        if carry is not None and h:
             nbr, count, hist = carry
             k = min(nbr.shape[1], self.capacity)
             self.nbr[:, :k] = nbr[:, :k]
             self.hist[:, :k] = hist[:, :k]
-            self.live[:, :k] = (hist[:, :k, HISTORY - 1] != 0).astype(np.uint8)
+            self.live[:, :k] = (hist[:, :k, h - 1] != 0).astype(np.uint8)
             self.count[...] = xp.minimum(count, k)
         self.generation += 1
         self._bundles = None
@@ -136,19 +150,17 @@ class NeighborList:
         carry = (self.nbr, self.count, self.hist) if self.history else None
         self._allocate(int(capacity), self.depth if depth is None else int(depth), carry)
 
-    def bundles(self, kpp, mode):
+    def bundles(self, mode=CONTACTS_LIST):
         """The ``Contacts`` and ``Grid`` argument bundles (device views) for ``mode``
-        :data:`kernels.laws.CONTACTS_LIST`, with stiffness ``kpp`` (a scalar of the
-        run's dtype) and the dissipative law's arguments (:attr:`law`) if it has any."""
-        if self._bundles is None or self._bundles[0].kpp != kpp:
+        (:data:`kernels.laws.CONTACTS_LIST`), with the law's fields (:attr:`law`)."""
+        if self._bundles is None or self._bundles[0].mode != mode:
             dev = self.backend.kernels.to_device
             half = self.dtype.type(0.5 * self.skin)
-            law = self.law if self.law is not None else placeholder_law(self.backend, self.dtype)
-            contacts = Contacts(mode, kpp, dev(self.nbr), dev(self.count), dev(self.x_ref),
-                                self.dtype.type(self.skin), half * half, law["on"], law["vel"], law["mat"],
-                                law["pair"], law["nmat"], dev(self.hist), dev(self.live), dev(self.nbr_old), dev(self.count_old),
-                                dev(self.hist_old), dev(self.res), dev(self.got), dev(self.kpps),
-                                dev(self.replica))  # fmt: skip
+            law = self.law
+            contacts = Contacts(mode, dev(self.nbr), dev(self.count), dev(self.x_ref), self.dtype.type(self.skin),
+                                half * half, law["vel"], law["mat"], law["pair"], law["nmat"], dev(self.hist),
+                                dev(self.live), dev(self.nbr_old), dev(self.count_old), dev(self.hist_old),
+                                dev(self.res), dev(self.got))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica))  # fmt: skip
             self._bundles = (contacts, grid)
@@ -174,9 +186,9 @@ class NeighborList:
     def build(self, x) -> None:
         """Build the list at ``x`` now (eager; the host waits for the result and grows the
         arrays as long as something overflowed)."""
-        kern = self.backend.kernels
+        kern = self.kernels
         while True:
-            contacts, grid = self.bundles(self.dtype.type(0.0), CONTACTS_LIST)
+            contacts, grid = self.bundles()
             self._report.fill(0.0)
             kern.set_stream(0)
             kern.rebuild(kern.to_device(x), kern.to_device(self.radius), contacts, grid, kern.to_device(self._report))
@@ -235,13 +247,29 @@ class NeighborList:
         self.valid = snap["valid"]
         self.version += 1
 
+    def copy(self) -> "NeighborList":
+        """An independent copy: the list, its history and its counters (same backend)."""
+        new = NeighborList.__new__(NeighborList)
+        new.__dict__.update(self.__dict__)
+        xp = self.backend.xp
+        for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "got",
+                  "_report"):  # fmt: skip
+            setattr(new, k, getattr(self, k).copy())
+        for k in ("hist", "hist_old", "res"):  # aligned as _allocate makes them
+            a = getattr(self, k)
+            b = _aligned_zeros(xp, a.shape, a.dtype)
+            b[...] = a
+            setattr(new, k, b)
+        new._bundles = None
+        return new
+
     def springs(self):
-        """Host arrays ``(pairs (P, 2) int64, springs (P, 8))`` of every listed pair
+        """Host arrays ``(pairs (P, 2) int64, springs (P, H))`` of every listed pair
         ``i < j`` whose springs are not all zero (each pair once, from row ``i``): the
         contact history in a form that does not depend on the list's layout (checkpoints)."""
         be = self.backend
         if not self.history:
-            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, HISTORY))
+            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, 0))
         nbr, count, hist = be.to_host(self.nbr), be.to_host(self.count), be.to_host(self.hist)
         k = np.minimum(count, self.capacity)
         slot = np.arange(self.capacity)[None, :] < k[:, None]
@@ -259,7 +287,11 @@ class NeighborList:
             return
         be = self.backend
         nbr, count = be.to_host(self.nbr), be.to_host(self.count)
-        hist = np.zeros((self.n, self.capacity, HISTORY), dtype=self.dtype)
+        h = self.history
+        if springs.shape[1:] != (h,):
+            raise ValueError(f"contact history: {springs.shape[1] if springs.ndim == 2 else springs.shape} floats per "
+                             f"contact, the contact law keeps {h}")  # fmt: skip
+        hist = np.zeros((self.n, self.capacity, h), dtype=self.dtype)
         k = np.minimum(count, self.capacity)
         slot = np.arange(self.capacity)[None, :] < k[:, None]
         keys = np.where(slot, np.arange(self.n, dtype=np.int64)[:, None] * self.n + nbr, -1).ravel()
@@ -273,9 +305,9 @@ class NeighborList:
                 i = int(np.argmax(~found))
                 raise ValueError(f"contact history: the pair ({pairs[i, a]}, {pairs[i, b]}) is not a neighbour pair "
                                  "at the restored positions")  # fmt: skip
-            hist.reshape(-1, HISTORY)[order[pos]] = springs
+            hist.reshape(-1, h)[order[pos]] = springs
         self.hist[...] = be.asarray(hist)
-        self.live[...] = be.asarray((hist[..., HISTORY - 1] != 0).astype(np.uint8))
+        self.live[...] = be.asarray((hist[..., h - 1] != 0).astype(np.uint8))
 
     @property
     def bytes(self) -> int:
@@ -285,7 +317,8 @@ class NeighborList:
 
 
 def placeholder_law(backend, dtype) -> dict:
-    """The dissipative law's fixed arguments when it is off (one-row stand-ins)."""
+    """A contact law's fields of the ``Contacts`` bundle where there is no law (one-row
+    stand-ins, never read)."""
     xp, dev = backend.xp, backend.kernels.to_device
-    return {"on": False, "vel": np.int64(0), "mat": dev(xp.zeros(1, dtype=np.int32)),
-            "pair": dev(xp.zeros((1, 6), dtype=dtype)), "nmat": np.int64(1)}  # fmt: skip
+    return {"vel": np.int64(0), "mat": dev(xp.zeros(1, dtype=np.int32)), "pair": dev(xp.zeros((1, 1), dtype=dtype)),
+            "nmat": np.int64(1)}  # fmt: skip

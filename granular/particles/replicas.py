@@ -76,7 +76,6 @@ def replica_diagnostics(model, state) -> dict:
     """
     if model.replica is None:
         raise ValueError("replica_diagnostics: the model has no replicas (build it with ModelBuilder.replicas)")
-    model.bind_springs(state)
     cfg = _configuration(model, state)
     rows = model.diagnostics_rows(cfg)
     sums = _segment_sums(model, rows)

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.laws import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
+from kernels.contact_laws.hertz_mindlin import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
 
 from .integrators.schemes import scheme_name
 
@@ -390,6 +390,12 @@ def _law_limit(model, x, r, m, J, speed, assumed, scheme):
     return damped_limit(zeta, lagging=scheme == "campello" or law.velocity == "half") / math.sqrt(w2[k]), k
 
 
+#: The limit of each contact law whose contacts are not part of the elastic Hessian
+#: blocks above (paper 003's law is), by name: ``f(model, x, r, m, J, speed, assumed,
+#: scheme) -> (h, particle)``.
+LAW_LIMITS = {"hertz-mindlin": _law_limit}
+
+
 def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     """Estimate the largest stable step of ``model`` for an explicit map (23), (25) or (27).
 
@@ -560,8 +566,9 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
 
     modes = {f: 2.0 / math.sqrt(w2) for f, w2 in alone.items() if w2 > 0}
     h_law, law_particle = math.inf, None
-    if getattr(model, "law", None) is not None:
-        h_law, law_particle = _law_limit(model, x, r, m, J, speed, assumed, scheme)
+    law = getattr(model, "law", None)
+    if law is not None and law.name in LAW_LIMITS:
+        h_law, law_particle = LAW_LIMITS[law.name](model, x, r, m, J, speed, assumed, scheme)
         if math.isfinite(h_law):
             modes[LAW] = h_law
     spin = float(np.sqrt((w * w).sum(axis=1)).max()) if n else 0.0

@@ -14,14 +14,17 @@ default), in consistent units of length, time and mass:
                             [mass·length²/time²]
 ``broken``     (B,) int8    1 for each bond that has broken (B bonds; 0 = intact)
 ``released``   (B,)         energy each broken bond had when it broke [M L²/T²]
-``wall_springs`` (N, W, 8)  springs of each particle's wall contacts (dissipative
-                            contact law only, else (0, 0, 8)); W the walls a particle
-                            meets (its replica's in a model of replicas); see
-                            ``docs/contacts.md``
+``wall_springs`` (N, W, H)  history (springs) of each particle's wall contacts, H
+                            floats per contact (a contact law that keeps history,
+                            else (0, 0, 1)); W the walls a particle meets (its
+                            replica's in a model of replicas); see ``docs/contacts.md``
 ``dissipated`` (N, 4)       energy each particle's contacts dissipated so far: normal
                             damping, friction slip, rolling, twisting (a pair's is
                             booked to its lower index, a wall contact's to its
-                            particle) [M L²/T²] (dissipative law only, else (0, 4))
+                            particle) [M L²/T²] (a law that dissipates, else (0, 4))
+``neighbors``               the neighbour list of contact candidates with the pair
+                            contacts' history (:class:`~granular.particles.neighbors.
+                            NeighborList`), or ``None`` without a list
 ``status``     (N,) int32   failure bits of each particle in the last block of steps
                             (0 = fine; see :mod:`kernels.layout`)
 =============  ===========  ==========================================================
@@ -81,12 +84,16 @@ class State:
         1 for each bond that has broken.
     released : array, (B,)
         Energy each broken bond had when it broke [M L²/T²].
-    wall_springs : array, (N, W, 8)
-        Springs of the wall contacts (dissipative law; else empty); W is the number of
-        walls a particle meets (in a model of replicas, those of its replica).
+    wall_springs : array, (N, W, H)
+        History of the wall contacts (a contact law that keeps H floats per contact;
+        else empty); W is the number of walls a particle meets (in a model of replicas,
+        those of its replica).
     dissipated : array, (N, 4)
         Energy each particle's contacts dissipated: normal damping, friction, rolling,
-        twisting [M L²/T²] (dissipative law; else empty).
+        twisting [M L²/T²] (a contact law that dissipates; else empty).
+    neighbors : NeighborList or None
+        The Verlet list of contact candidates and, parallel to its rows, the history of
+        the pair contacts: part of the state (checkpoints and rewinds keep it).
     status : array, (N,) int32
         Failure bits of the last block of steps (0: fine).
     time : float
@@ -109,6 +116,7 @@ class State:
     released: object = None
     wall_springs: object = None
     dissipated: object = None
+    neighbors: object = field(default=None, repr=False, compare=False)
     time: float = 0.0
     step: int = 0
     forces_valid: bool = False  # F and RM belong to the current x and q
@@ -116,17 +124,15 @@ class State:
     #: and notes the ``(time, step)`` it wrote; a clock changed by hand starts a new origin.
     clock: tuple = None
     _engine: object = field(default=None, repr=False, compare=False)
-    #: contact springs kept aside while the model's neighbour list serves another state
-    _springs: object = field(default=None, repr=False, compare=False)
     #: copies of the force inputs (x, v, q, omega) as they were when F and RM were evaluated
     _seen: object = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int | None = None) -> "State":
+    def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int = 0, history: int = 0,
+                 dissipation: bool = False) -> "State":  # fmt: skip
         """A state with copies of the given initial arrays, zero forces, intact bonds;
-        ``walls``: the number of walls when the dissipative contact law is on (``None``:
-        off), for the wall springs and the dissipated energies."""
-        law = walls is not None
+        with ``history`` floats per contact the wall history of ``walls`` walls per
+        particle, with ``dissipation`` the dissipated energies (zero)."""
         return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
@@ -137,8 +143,8 @@ class State:
             status=xp.zeros(n, dtype=xp.int32),
             broken=xp.zeros(n_bonds, dtype=xp.int8),
             released=xp.zeros(n_bonds, dtype=dtype),
-            wall_springs=xp.zeros((n, walls, 8) if law else (0, 0, 8), dtype=dtype),
-            dissipated=xp.zeros((n, 4) if law else (0, 4), dtype=dtype),
+            wall_springs=xp.zeros((n, walls, history) if history else (0, 0, 1), dtype=dtype),
+            dissipated=xp.zeros((n, 4) if dissipation else (0, 4), dtype=dtype),
         )
 
     @property
@@ -189,6 +195,7 @@ class State:
         new = State.allocate(xp, self.n, self.x.dtype, self.x, self.v, self.q, self.omega, len(self.broken))
         new.wall_springs = self.wall_springs.copy()
         new.dissipated = self.dissipated.copy()
+        new.neighbors = None if self.neighbors is None else self.neighbors.copy()
         new.F[...] = self.F
         new.RM[...] = self.RM
         new.broken[...] = self.broken

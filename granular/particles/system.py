@@ -50,7 +50,7 @@ def frame_data(model, state):
         "d3": R[:, :, 2],
         "kinetic_energy": 0.5 * m * (v * v).sum(axis=1) + 0.5 * J * (w * w).sum(axis=1),
     }
-    if model.law is not None:
+    if model.law is not None and model.law.dissipates:
         point.update(contact_data(model, state))
     lines, cell = None, None
     if model.n_bonds:
@@ -72,7 +72,8 @@ def contact_data(model, state) -> dict:
     count = np.array(rows[:, DIAG["contacts"]], dtype=np.int32)
     cfg = SimpleNamespace(x=state.x, v=state.v, q=state.q, omega=state.omega, F=xp.zeros_like(state.F),
                           RM=xp.zeros_like(state.RM), broken=state.broken, released=state.released,
-                          wall_springs=state.wall_springs, dissipated=state.dissipated)  # fmt: skip
+                          wall_springs=state.wall_springs, dissipated=state.dissipated,
+                          neighbors=state.neighbors)  # fmt: skip
     model.accumulate_family(FAMILY_CONTACTS, cfg)
     if model.force("walls") is not None:
         model.accumulate_family(FAMILY_WALLS, cfg)
@@ -102,7 +103,7 @@ def series_row(model, state) -> dict:
     row["broken_bonds"] = totals["broken_bonds"]
     if model.bonds is not None and model.bonds.can_break:
         row["U_released"] = totals["U_released"]
-    if model.law is not None:
+    if model.law is not None and model.law.dissipates:
         for k in DISSIPATED:
             row[k] = totals[k]
         row["contacts"] = totals["contacts"]
@@ -125,14 +126,14 @@ STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_s
 
 
 def state_arrays(model, state) -> dict:
-    """Host copies of every state array and the clock (for a checkpoint); with the
-    dissipative law also the contact springs by pair (``contact_pairs`` (P, 2),
-    ``contact_springs`` (P, 8)), which do not depend on the neighbour list's layout."""
+    """Host copies of every state array and the clock (for a checkpoint); with a contact
+    law that keeps history also the pair contacts' history by pair (``contact_pairs``
+    (P, 2), ``contact_springs`` (P, H)), which does not depend on the neighbour list's
+    layout."""
     be = model.backend
     out = {k: be.to_host(getattr(state, k)).copy() for k in STATE_ARRAYS}
-    if model.law is not None:
-        model.bind_springs(state)
-        out["contact_pairs"], out["contact_springs"] = model.force("contacts").neighbors.springs()
+    if model.law is not None and model.law.history and state.neighbors is not None:
+        out["contact_pairs"], out["contact_springs"] = state.neighbors.springs()
     c = state.clock
     origin = (state.time, state.step, 0.0) if c is None else c[:3]
     out["clock"] = np.array([state.time, origin[0], origin[2]], dtype=np.float64)
@@ -157,13 +158,14 @@ def restore_state(model, state, arrays) -> None:
     # the step loop's knowledge of the old state (neighbour list, displacement budget)
     # does not hold for the restored one
     state._engine = None
-    contacts = model.force("contacts")
-    if contacts is not None and contacts.neighbors is not None:
-        contacts.neighbors.invalidate()
-    if model.law is not None:  # the springs go back into the list when the state is next bound
-        state._springs = (np.asarray(arrays.get("contact_pairs", np.zeros((0, 2))), dtype=np.int64),
-                          np.asarray(arrays.get("contact_springs", np.zeros((0, 8))), dtype=np.float64))  # fmt: skip
-        contacts.neighbors.owner = None
+    nl = state.neighbors
+    if nl is not None:
+        nl.invalidate()
+        if model.law is not None and model.law.history:  # the list is built at x with the history by pair
+            h = model.law.history
+            pairs = np.asarray(arrays.get("contact_pairs", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
+            springs = np.asarray(arrays.get("contact_springs", np.zeros((0, h))), dtype=np.float64)
+            nl.set_springs(state.x, pairs, springs.reshape(len(pairs), -1) if len(pairs) else np.zeros((0, h)))
     clock, counters = arrays["clock"], arrays["counters"]
     state.time = float(clock[0])
     state.step = int(counters[0])

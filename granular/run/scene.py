@@ -80,15 +80,21 @@ class BondFamily(_Strict):
 
 
 class MaterialTable(_Strict):
-    """``[materials.NAME]``: a material of the dissipative contact law (``docs/contacts.md``)."""
+    """``[materials.NAME]``: a material of a contact law with materials (``docs/contacts.md``):
+    ``young`` for ``hertz-mindlin`` and ``jkr``, ``stiffness`` for ``linear``."""
 
-    young: Positive
+    young: Positive | None = None
     poisson: Annotated[float, Field(gt=-1.0, le=0.5, allow_inf_nan=False)] = 0.3
     density: Positive = 1.0
     restitution: Annotated[float, Field(ge=0.01, le=1.0, allow_inf_nan=False)] = 1.0
     friction: NonNegative = 0.0
     rolling_friction: NonNegative = 0.0
     twisting_friction: NonNegative = 0.0
+    stiffness: Positive | None = None
+    tangential_stiffness: Positive | None = None
+    tangential_damping: NonNegative = 0.0
+    surface_energy: NonNegative = 0.0
+    damping: NonNegative = 0.0
 
 
 class MaterialPair(_Strict):
@@ -100,6 +106,7 @@ class MaterialPair(_Strict):
     friction: NonNegative | None = None
     rolling_friction: NonNegative | None = None
     twisting_friction: NonNegative | None = None
+    surface_energy: NonNegative | None = None
 
     def values(self) -> dict:
         return {k: v for k, v in self.model_dump().items() if k != "materials" and v is not None}
@@ -210,6 +217,7 @@ BondSet = Annotated[Union[ExplicitBonds, NeighborBonds], Field(discriminator="ki
 
 
 class ContactsTable(_Strict):
+    law: Literal["hertz", "hertz-mindlin", "linear", "jkr"] | None = None
     kpp: NonNegative | None = None
     velocity: Literal["predicted", "half"] = "predicted"
     bonded: bool = True
@@ -341,11 +349,22 @@ def _check_references(scene: Scene, source: str) -> None:
         for k, w in enumerate(scene.walls):
             if w.material is None:
                 errors.append((f"walls[{k}].material", f"with [materials] every wall names one; defined: {sorted(mats)}"))
+        law = (scene.contacts.law if scene.contacts is not None else None) or "hertz-mindlin"
+        if law == "hertz":
+            errors.append(("contacts.law", "'hertz' (paper 003's law) takes kpp, not [materials]; with materials "
+                           "choose 'hertz-mindlin', 'linear' or 'jkr'"))  # fmt: skip
+        needs = {"hertz-mindlin": "young", "jkr": "young", "linear": "stiffness"}.get(law)
+        for name, m in mats.items():
+            if needs is not None and getattr(m, needs) is None:
+                errors.append((f"materials.{name}.{needs}", f"required field is missing (the {law} contact law)"))
         if scene.contacts is not None and scene.contacts.kpp is not None:
-            errors.append(("contacts.kpp", "with [materials] the dissipative law replaces U^pp; leave kpp out"))
+            errors.append(("contacts.kpp", f"with [materials] the {law} law replaces U^pp; leave kpp out"))
         if scene.contacts is not None and scene.contacts.search != "cells":
-            errors.append(("contacts.search", "the dissipative law (materials) keeps a spring per contact in the "
+            errors.append(("contacts.search", f"the {law} law (materials) keeps history per contact in the "
                            "neighbour list: it needs 'cells', not 'all-pairs'"))  # fmt: skip
+    elif scene.contacts is not None and scene.contacts.law not in (None, "hertz"):
+        errors.append(("contacts.law", f"the {scene.contacts.law} law needs [materials] (a material for every "
+                       "particle group and wall)"))  # fmt: skip
     elif scene.contacts is not None and scene.contacts.kpp is None:
         errors.append(("contacts.kpp", "required field is missing (or give [materials] for the dissipative law)"))
     for k, pair in enumerate(scene.material_pairs):
@@ -527,7 +546,7 @@ def scene_builder(scene: Scene, source: str = "scene"):
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
                        skin=scene.contacts.skin, velocity=scene.contacts.velocity,
-                       allow_initial_overlap=scene.contacts.allow_initial_overlap)  # fmt: skip
+                       allow_initial_overlap=scene.contacts.allow_initial_overlap, law=scene.contacts.law)  # fmt: skip
         errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
     elif scene.materials:
         errors.extend(_overlap_errors(x_all, r_all, False))

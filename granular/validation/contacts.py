@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from kernels import laws
+from kernels.contact_laws import hertz_mindlin
 
 from ..particles.diagnostics import angular_momentum, linear_momentum
 from ..particles.forces.materials import Material, mix
@@ -185,7 +185,7 @@ def oblique_reference(vt, vn=1.0, mu=0.3, e=1.0, steps_per_contact=20000):
 
 
     row = mix(*(2 * [Material(E, NU, RHO, e, mu)]))
-    estar, gstar, alpha = row[laws.PAIR_ESTAR], row[laws.PAIR_GSTAR], row[laws.PAIR_ALPHA]
+    estar, gstar, alpha = row[hertz_mindlin.PAIR_ESTAR], row[hertz_mindlin.PAIR_GSTAR], row[hertz_mindlin.PAIR_ALPHA]
     m = _mass()
     J = 0.4 * m * R * R
     kn = 4.0 / 3.0 * estar * math.sqrt(R)

@@ -106,9 +106,9 @@ class Bonds:
         """Per bond (host, (B, 5)): U^a, U^s, U^m (zero once broken), axial strain
         ``r/r0 - 1``, relative rotation angle ``|θ|``."""
         if self.count:
-            kern = model.backend.kernels
+            kern = model.kernels
             kern.set_stream(0)
-            kern.bond_measures(model.dynamics(cfg), model.kernel_args()["bonds"], kern.to_device(self._measures))
+            kern.bond_measures(model.dynamics(cfg), model.kernel_args(cfg)["bonds"], kern.to_device(self._measures))
         return model.backend.to_host(self._measures).astype(np.float64)
 
     def energies(self, model, cfg) -> dict:

@@ -3,9 +3,14 @@
 A :class:`Material` has Young's modulus ``E`` and Poisson's ratio ``ν`` (elastic
 stiffness), a density (the mass and inertia of spheres that name the material without
 giving them), a coefficient of restitution ``e`` (normal damping), and the sliding,
-rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``. Walls name materials
-too. The law itself is :func:`kernels.laws.granular_contact_law`; its formulas and their
-derivation are in ``docs/contacts.md``.
+rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``; for the other contact
+laws also a linear stiffness ``k_n`` with its tangential ``k_t`` and dashpot ratio
+``x_γt`` (``"linear"``), and a surface energy ``γ`` with a damping coefficient ``d``
+(``"jkr"``). Walls name materials too. Which fields a law needs, and how it mixes them
+for a pair, is the law's (:mod:`granular.particles.forces.laws`); this module holds the
+dissipative law's mixing (:func:`mix`). The law itself is
+:func:`kernels.contact_laws.hertz_mindlin.contact_law`; its formulas and their derivation
+are in ``docs/contacts.md``.
 
 Mixing for a pair of materials ``i``, ``j`` (a wall counts as a body of its material with
 infinite radius and mass):
@@ -32,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.laws import (
+from kernels.contact_laws.hertz_mindlin import (
     PAIR_ALPHA,
     PAIR_DAMP_N,
     PAIR_DAMP_T,
@@ -47,27 +52,39 @@ from kernels.laws import (
 #: Restitution below this is refused: the Tsuji factor grows without bound as ``e → 0``.
 MIN_RESTITUTION = 0.01
 
-FIELDS = ("young", "poisson", "density", "restitution", "friction", "rolling_friction", "twisting_friction")
+FIELDS = ("young", "poisson", "density", "restitution", "friction", "rolling_friction", "twisting_friction",
+          "stiffness", "tangential_stiffness", "tangential_damping", "surface_energy", "damping")
 #: The values a pair of materials may be given in place of the mixing rule.
-PAIR_FIELDS = ("restitution", "friction", "rolling_friction", "twisting_friction")
+PAIR_FIELDS = ("restitution", "friction", "rolling_friction", "twisting_friction", "surface_energy")
 
 
 @dataclass(frozen=True)
 class Material:
     """One material. ``young`` E > 0 [pressure]; ``poisson`` ν in (-1, 0.5];
     ``density`` > 0 [mass/length³]; ``restitution`` e in [0.01, 1] (1: elastic);
-    ``friction`` μ ≥ 0, ``rolling_friction`` μ_r ≥ 0, ``twisting_friction`` μ_t ≥ 0 [-]."""
+    ``friction`` μ ≥ 0, ``rolling_friction`` μ_r ≥ 0, ``twisting_friction`` μ_t ≥ 0 [-];
+    ``stiffness`` k_n > 0 [M/T²] and ``tangential_stiffness`` k_t > 0 (default ``2/7
+    k_n``), ``tangential_damping`` x_γt ≥ 0 [-] (the linear law); ``surface_energy`` γ ≥ 0
+    [M/T², energy per area of one surface] and ``damping`` d ≥ 0 [1/(L T)] (JKR). A field
+    a law needs must be given (``young`` for the Hertz laws, ``stiffness`` for the linear
+    one); ``None`` marks one not given."""
 
-    young: float
+    young: float | None = None
     poisson: float = 0.3
     density: float = 1.0
     restitution: float = 1.0
     friction: float = 0.0
     rolling_friction: float = 0.0
     twisting_friction: float = 0.0
+    stiffness: float | None = None
+    tangential_stiffness: float | None = None
+    tangential_damping: float = 0.0
+    surface_energy: float = 0.0
+    damping: float = 0.0
 
-    def problems(self) -> list[tuple[str, str]]:
-        """``(field, message)`` for every bad value (empty when the material is sound)."""
+    def problems(self, needs=()) -> list[tuple[str, str]]:
+        """``(field, message)`` for every bad value and every field of ``needs`` not given
+        (empty when the material is sound)."""
         out = []
 
         def bad(name, rule):
@@ -77,15 +94,20 @@ class Material:
             v = getattr(self, name)
             return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
-        if not (finite("young") and self.young > 0):
-            bad("young", "finite and > 0")
+        for name in needs:
+            if getattr(self, name) is None:
+                out.append((name, "required by the contact law, not given"))
+        for name in ("young", "stiffness", "tangential_stiffness"):
+            if getattr(self, name) is not None and not (finite(name) and getattr(self, name) > 0):
+                bad(name, "finite and > 0")
         if not (finite("poisson") and -1.0 < self.poisson <= 0.5):
             bad("poisson", "in (-1, 0.5]")
         if not (finite("density") and self.density > 0):
             bad("density", "finite and > 0")
         if not (finite("restitution") and MIN_RESTITUTION <= self.restitution <= 1.0):
             bad("restitution", f"in [{MIN_RESTITUTION}, 1] (1: elastic)")
-        for name in ("friction", "rolling_friction", "twisting_friction"):
+        for name in ("friction", "rolling_friction", "twisting_friction", "tangential_damping", "surface_energy",
+                     "damping"):  # fmt: skip
             if not (finite(name) and getattr(self, name) >= 0):
                 bad(name, "finite and >= 0")
         return out
@@ -111,9 +133,10 @@ def pair_problems(values: dict) -> list[tuple[str, str]]:
     return out
 
 
-def check_material(name: str, m: Material) -> None:
-    """``ValueError`` naming the material and its first bad field."""
-    probs = m.problems()
+def check_material(name: str, m: Material, needs=()) -> None:
+    """``ValueError`` naming the material and its first bad field (or the first field of
+    ``needs`` it lacks)."""
+    probs = m.problems(needs)
     if probs:
         field, msg = probs[0]
         raise ValueError(f"material {name!r}: {field}: {msg}")
@@ -165,7 +188,7 @@ def tsuji_alpha(e: float) -> float:
 
 
 def mix(a: Material, b: Material, given=None) -> np.ndarray:
-    """The pair parameters (``kernels.laws.PAIR_*`` columns) of materials ``a`` and ``b``;
+    """The pair parameters (``kernels.contact_laws.hertz_mindlin.PAIR_*`` columns) of materials ``a`` and ``b``;
     ``given``: values of :data:`PAIR_FIELDS` that replace the mixing rule's."""
     given = given or {}
 
@@ -184,15 +207,21 @@ def mix(a: Material, b: Material, given=None) -> np.ndarray:
     return row
 
 
-def pair_table(materials: list[Material], pairs=None) -> np.ndarray:
-    """(M*M, PAIR_WIDTH) table, row ``i*M + j`` for materials ``i``, ``j`` (symmetric);
+def pair_table(materials: list[Material], pairs=None, mix_rule=None) -> np.ndarray:
+    """(M*M, width) table, row ``i*M + j`` for materials ``i``, ``j`` (symmetric), by
+    ``mix_rule(a, b, given)`` (default :func:`mix`, the dissipative law's);
     ``pairs``: ``{(i, j): values}`` (``i <= j``) given to pairs in place of the mixing rule."""
+    mix_rule = mix if mix_rule is None else mix_rule
     m = len(materials)
     pairs = pairs or {}
-    table = np.zeros((m * m, PAIR_WIDTH))
+    rows = {}
     for i in range(m):
         for j in range(i, m):
-            table[i * m + j] = table[j * m + i] = mix(materials[i], materials[j], pairs.get((i, j)))
+            rows[i, j] = np.asarray(mix_rule(materials[i], materials[j], pairs.get((i, j))), dtype=np.float64)
+    width = len(next(iter(rows.values()))) if rows else PAIR_WIDTH
+    table = np.zeros((m * m, width))
+    for (i, j), row in rows.items():
+        table[i * m + j] = table[j * m + i] = row
     return table
 
 

@@ -85,13 +85,11 @@ class ParticleEngine:
     def __init__(self, model, state, graphs=True, max_block=MAX_BLOCK):
         check_state(model, state)
         self.model, self.state = model, state
-        model.bind_springs(state)
         self.graphs = bool(graphs)
         be = model.backend
         xp = be.xp
         self.max_block = max(1, int(max_block))
-        contacts = model.force("contacts")
-        self.neighbors = contacts.neighbors if contacts is not None else None
+        self.neighbors = model.neighbors_of(state)
         self.report = xp.zeros(REPORT_SIZE, dtype=np.float64)
         self._saved = [xp.zeros_like(a) for a in (state.x, state.v, state.q, state.omega, state.F, state.RM,
                                                   state.broken, state.released)]  # fmt: skip
@@ -99,7 +97,7 @@ class ParticleEngine:
         stream = None
         if be.name == "gpu" and not be.simulated:
             stream = xp.cuda.Stream(non_blocking=True)
-        self.program = Program(be.kernels, self._bundles(), self.report, stream, graphs)
+        self.program = Program(model.kernels, self._bundles(), self.report, stream, graphs)
         self._bound = self._arrays()
         self._generation = self._nl("generation")
         self._version = self._nl("version")
@@ -120,7 +118,7 @@ class ParticleEngine:
 
     def _bundles(self) -> dict:
         dev = self.model.backend.kernels.to_device
-        b = self.model.kernel_args()
+        b = self.model.kernel_args(self.state)
         b["dyn"] = self.model.dynamics(self.state, step=True)
         law = self.model.law_arrays(self.state)
         names = ("hist", "live", "whist", "dissip", "nbr", "count", "x_ref")
@@ -138,7 +136,10 @@ class ParticleEngine:
         program's stream then waits for what the host queued on the default stream (a
         host build, a regrow's allocations and copies): on a real GPU the two streams
         are not ordered otherwise."""
-        self.model.bind_springs(self.state)
+        nl = self.model.neighbors_of(self.state)
+        if nl is not self.neighbors:  # the state was given another list (a restore)
+            self.neighbors = nl
+            self._generation = self._version = -1
         arrays = self._arrays()
         if any(a is not b for a, b in zip(arrays, self._bound)):
             check_state(self.model, self.state)
@@ -175,7 +176,7 @@ class ParticleEngine:
             self.neighbors.build(st.x)
             self._check_binding()
         self.program.head(False)
-        if self.model.law is not None:  # the first force evaluation sees v and Ω themselves
+        if self.model.law is not None and self.model.law.vp is not None:  # the first evaluation sees v and Ω
             self.program.velocities()
         self.program.forces(False, 0, st.x.dtype.type(0.0))
         self.program.tail()

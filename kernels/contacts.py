@@ -1,0 +1,423 @@
+"""The loops around a contact law (:mod:`kernels.contact_laws`), compiled once per law.
+
+Particle ``i`` visits its candidate partners (its neighbour row, sorted by index, or,
+for the brute-force search of a law without history, every other particle in index
+order) and its walls, asks the law whether each is in contact, evaluates it, and adds the
+force and moment to compensated running sums; it writes only its own rows. The pair is
+evaluated in a canonical orientation (``d = x_lo - x_hi``, ``lo < hi``) from the same
+inputs with the same operations by whichever end evaluates it, so the two ends get exact
+negatives and the sums do not depend on the particle numbering beyond their order.
+
+Two ways to sum the pairs, with the same bits:
+
+* :func:`pair_sum`, each end evaluating each of its pairs (the GPU's way: no buffer);
+* :func:`pair_pass` then :func:`gather` (the CPU's way): the lower index evaluates each
+  pair once and writes both ends' terms into their slots (``contacts.res``) and the
+  updated history into both ends' copies; each end then adds its slots in row order.
+
+History (``HISTORY`` floats per contact) lives in slots parallel to the neighbour rows
+(both ends hold identical copies, ``contacts.hist``), with a byte per slot saying whether
+it is held (``contacts.live``), and in ``dyn.whist`` per particle and wall. The energy a
+contact dissipates is booked to the pair's lower index (a wall contact's to its
+particle), in ``dyn.dissip`` by kind. A contact that opens releases its history: the law
+says what that dissipates.
+
+Material-pair parameters come from ``contacts.pair``, row :func:`pair_row` of the two
+bodies' materials (a wall has a material too).
+"""
+
+from types import SimpleNamespace
+
+from . import laws
+from .contact_laws.interface import EVALUATE, NONE, RELEASE
+
+
+def build(jit, law):
+    """The loops for ``law`` (a module of :mod:`kernels.contact_laws`), compiled with ``jit``."""
+    L = law.build(jit)
+    # the law's functions as plain names (a compiled function reads them as globals)
+    law_body, law_params, law_load, law_store = L.body, L.params, L.load, L.store
+    law_contact, law_pair, law_release, law_energy = L.contact, L.pair, L.release, L.energy
+    law_wall_contact, law_wall, law_wall_release, law_wall_energy = (
+        L.wall_contact,
+        L.wall,
+        L.wall_release,
+        L.wall_energy,
+    )
+    cadd = jit(laws.compensated_add)
+    H = law.HISTORY
+    U = H + 9  # the stored energy's place in a law's result
+    D = H + 10  # the first dissipated energy's
+    MOMENTS = law.MOMENTS
+    DISSIPATES = law.DISSIPATES
+    CONTACTS_LIST = laws.CONTACTS_LIST
+    CONTACTS_ALL_PAIRS = laws.CONTACTS_ALL_PAIRS
+
+    @jit
+    def pair_row(ma, mb, nmat):
+        """Row of the pair table for materials ``ma``, ``mb``. In a model of replicas with
+        their own materials a material index is ``r * nmat + m`` and replica ``r``'s
+        block of ``nmat²`` rows starts at ``r * nmat²``; for one system (``mb < nmat``)
+        this is ``ma * nmat + mb`` (no integer division on that path)."""
+        if mb >= nmat:
+            mb = mb % nmat
+        return ma * nmat + mb
+
+    @jit
+    def bonded(i, j, bonds):
+        """Whether particles ``i`` and ``j`` share a bond (scan of ``i``'s CSR list)."""
+        for p in range(bonds.offsets[i], bonds.offsets[i + 1]):
+            k = bonds.incident[p]
+            if bonds.a[k] == j or bonds.b[k] == j:
+                return True
+        return False
+
+    @jit
+    def separation(i, j, x):
+        """``d = x_lo - x_hi`` for the pair ``(i, j)`` and its square ``|d|²``. (The
+        branches do not merge ``i`` and ``j`` into one variable: Numba's parallel loop
+        index is unsigned.)"""
+        if i < j:
+            d1 = x[i, 0] - x[j, 0]
+            d2 = x[i, 1] - x[j, 1]
+            d3 = x[i, 2] - x[j, 2]
+        else:
+            d1 = x[j, 0] - x[i, 0]
+            d2 = x[j, 1] - x[i, 1]
+            d3 = x[j, 2] - x[i, 2]
+        return d1, d2, d3, d1 * d1 + d2 * d2 + d3 * d3
+
+    @jit
+    def row_of(i, j, contacts):
+        """The pair-table row of the pair ``(i, j)``, materials in canonical order."""
+        if i < j:
+            return pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat)
+        return pair_row(contacts.mat[j], contacts.mat[i], contacts.nmat)
+
+    @jit
+    def evaluate(T, i, j, s, update, h, me, dyn, par, bonds, contacts, acc):
+        """Add partner ``j`` (slot ``s`` of ``i``'s row; -1: no slot) to ``i``'s running
+        sums ``acc = (F 3 + corrections 3, M 3 + corrections 3, U, correction, four
+        dissipated energies, touching)``; with ``update`` (a step) the slot's history is
+        replaced by the law's new history, or released when the contact opened."""
+        x, radius = dyn.x, par.radius
+        d1, d2, d3, dist2 = separation(i, j, x)
+        reach = radius[i] + radius[j]
+        held = False
+        if H > 0 and s >= 0:
+            held = contacts.live[i, s] != 0
+        what = law_contact(T, dist2, reach, held)
+        if what == NONE or (what == RELEASE and not update):
+            return acc
+        if bonds.skip_contacts and bonded(i, j, bonds):
+            return acc
+        p = law_params(contacts.pair, row_of(i, j, contacts))
+        hist = law_load(contacts.hist, i, s)
+        if what == RELEASE:  # the contact opened in this step: its history's energy is released
+            rel = law_release(T, radius[i], radius[j], p, hist)
+            for c in range(H):
+                contacts.hist[i, s, c] = T(0.0)
+            contacts.live[i, s] = 0
+            if DISSIPATES and i < j:
+                return (acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8], acc[9], acc[10],
+                        acc[11], acc[12], acc[13], acc[14] + rel[0], acc[15] + rel[1], acc[16] + rel[2],
+                        acc[17] + rel[3], acc[18])  # fmt: skip
+            return acc
+        other = law_body(T, j, dyn, par)
+        if i < j:
+            r = law_pair(T, d1, d2, d3, dist2, reach, me, other, p, hist, h)
+            g1, g2, g3, g4, g5, g6 = r[0], r[1], r[2], r[3], r[4], r[5]
+        else:
+            r = law_pair(T, d1, d2, d3, dist2, reach, other, me, p, hist, h)
+            g1, g2, g3, g4, g5, g6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+        f1, c1 = cadd(acc[0], acc[1], g1)
+        f2, c2 = cadd(acc[2], acc[3], g2)
+        f3, c3 = cadd(acc[4], acc[5], g3)
+        m1, e1, m2, e2, m3, e3 = acc[6], acc[7], acc[8], acc[9], acc[10], acc[11]
+        if MOMENTS:
+            m1, e1 = cadd(m1, e1, g4)
+            m2, e2 = cadd(m2, e2, g5)
+            m3, e3 = cadd(m3, e3, g6)
+        u, cu = cadd(acc[12], acc[13], T(0.5) * r[U])
+        dn, df, dr, dt = acc[14], acc[15], acc[16], acc[17]
+        if DISSIPATES and i < j:
+            dn += r[D]
+            df += r[D + 1]
+            dr += r[D + 2]
+            dt += r[D + 3]
+        if update and H > 0:
+            law_store(contacts.hist, i, s, r)
+            contacts.live[i, s] = 1 if r[H + 8] != T(0.0) else 0
+        return f1, c1, f2, c2, f3, c3, m1, e1, m2, e2, m3, e3, u, cu, dn, df, dr, dt, acc[18] + 1
+
+    @jit
+    def pair_sum(i, update, h, dyn, par, bonds, contacts):
+        """Contact force and moment on ``i`` from its partners (compensated sums in row
+        order), half of each pair's stored energy, the energy each kind dissipated in this
+        step in the pairs of which ``i`` is the lower index (each pair's booked once), and
+        the number of partners in contact: ``(F 3, M 3, U, D 4, count)``. Over
+        ``nbr[i, :count[i]]`` (a superset of the partners in contact, in index order) or,
+        for the brute-force search, every other particle in index order: the same terms in
+        the same order, so the two searches agree bit for bit."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        acc = (z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, 0)
+        me = law_body(T, i, dyn, par)
+        if contacts.mode == CONTACTS_LIST:
+            # A row that overflowed in a rebuild of this block holds only the first
+            # ``capacity`` entries; the block is redone after the regrow, and until then
+            # the row is read within bounds.
+            for s in range(min(contacts.count[i], contacts.nbr.shape[1])):
+                acc = evaluate(T, i, contacts.nbr[i, s], s, update, h, me, dyn, par, bonds, contacts, acc)
+        elif H == 0 and contacts.mode == CONTACTS_ALL_PAIRS:
+            for j in range(x.shape[0]):
+                if j != i:
+                    acc = evaluate(T, i, j, -1, update, h, me, dyn, par, bonds, contacts, acc)
+        return (acc[0] + acc[1], acc[2] + acc[3], acc[4] + acc[5], acc[6] + acc[7], acc[8] + acc[9],
+                acc[10] + acc[11], acc[12] + acc[13], acc[14], acc[15], acc[16], acc[17], acc[18])  # fmt: skip
+
+    @jit
+    def pair_pass(i, h, dyn, par, bonds, contacts):
+        """Per-pair pass of a step (``contacts.res`` not empty): ``i`` evaluates the law
+        once for each listed partner ``j > i``, with the inputs and operations of
+        :func:`pair_sum`, and writes both ends' terms (force, moment) into their slots
+        ``res[i, s]`` and ``res[j, s']`` (``nbr[j, s'] = i``) with ``got = 1``, the new
+        history into both ends' copies, and the pair's dissipated energy into ``i``'s
+        ledger. Only ``i`` writes the slots of a pair ``(i, j > i)``, so threads never
+        write the same slot. :func:`gather` then adds the slots in row order: the terms
+        and the order of :func:`pair_sum`, hence the same bits."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        hist, live, res, got, nbr = contacts.hist, contacts.live, contacts.res, contacts.got, contacts.nbr
+        cap = nbr.shape[1]
+        radius = par.radius
+        me = law_body(T, i, dyn, par)
+        dn = df = dr = dt = z
+        for s in range(min(contacts.count[i], cap)):
+            j = nbr[i, s]
+            if j < i:
+                continue
+            d1, d2, d3, dist2 = separation(i, j, x)
+            reach = radius[i] + radius[j]
+            held = False
+            if H > 0:
+                held = live[i, s] != 0
+            what = law_contact(T, dist2, reach, held)
+            if what == NONE:
+                continue
+            if bonds.skip_contacts and bonded(i, j, bonds):
+                continue
+            # j's slot of the pair: rows are sorted and i < j, so i is among the first
+            # entries of j's row (absent only from a row that overflowed, whose block is
+            # redone after the regrow)
+            q = -1
+            for k in range(min(contacts.count[j], cap)):
+                m = nbr[j, k]
+                if m >= i:
+                    if m == i:
+                        q = k
+                    break
+            p = law_params(contacts.pair, pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat))
+            hh = law_load(hist, i, s)
+            if what == RELEASE:
+                rel = law_release(T, radius[i], radius[j], p, hh)
+                dn += rel[0]
+                df += rel[1]
+                dr += rel[2]
+                dt += rel[3]
+                for c in range(H):
+                    hist[i, s, c] = z
+                live[i, s] = 0
+                if q >= 0:
+                    for c in range(H):
+                        hist[j, q, c] = z
+                    live[j, q] = 0
+                continue
+            r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
+            held_now = 0
+            if DISSIPATES:
+                dn += r[D]
+                df += r[D + 1]
+                dr += r[D + 2]
+                dt += r[D + 3]
+            res[i, s, 0] = r[0]
+            res[i, s, 1] = r[1]
+            res[i, s, 2] = r[2]
+            res[i, s, 3] = r[3]
+            res[i, s, 4] = r[4]
+            res[i, s, 5] = r[5]
+            got[i, s] = 1
+            if H > 0:
+                held_now = 1 if r[H + 8] != z else 0
+                law_store(hist, i, s, r)
+                live[i, s] = held_now
+            if q >= 0:
+                if H > 0:
+                    law_store(hist, j, q, r)
+                    live[j, q] = held_now
+                res[j, q, 0] = -r[0]
+                res[j, q, 1] = -r[1]
+                res[j, q, 2] = -r[2]
+                res[j, q, 3] = r[6]
+                res[j, q, 4] = r[7]
+                res[j, q, 5] = r[8]
+                got[j, q] = 1
+        if DISSIPATES:
+            dyn.dissip[i, 0] += dn
+            dyn.dissip[i, 1] += df
+            dyn.dissip[i, 2] += dr
+            dyn.dissip[i, 3] += dt
+
+    @jit
+    def gather(i, contacts):
+        """The force and moment :func:`pair_sum` returns in a step, from the slots the
+        per-pair pass filled, added in row order; the slots are cleared for the next step."""
+        res, got = contacts.res, contacts.got
+        T = res.dtype.type
+        z = T(0.0)
+        f1 = c1 = f2 = c2 = f3 = c3 = m1 = e1 = m2 = e2 = m3 = e3 = z
+        for s in range(min(contacts.count[i], contacts.nbr.shape[1])):
+            if got[i, s] == 0:
+                continue
+            got[i, s] = 0
+            f1, c1 = cadd(f1, c1, res[i, s, 0])
+            f2, c2 = cadd(f2, c2, res[i, s, 1])
+            f3, c3 = cadd(f3, c3, res[i, s, 2])
+            if MOMENTS:
+                m1, e1 = cadd(m1, e1, res[i, s, 3])
+                m2, e2 = cadd(m2, e2, res[i, s, 4])
+                m3, e3 = cadd(m3, e3, res[i, s, 5])
+        return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3
+
+    @jit
+    def wall_range(i, walls):
+        """The walls particle ``i`` meets: ``first[r]:first[r+1]`` of its replica ``r``,
+        or all of them for a single system."""
+        if walls.first.shape[0] > 0:
+            r = walls.replica[i]
+            return walls.first[r], walls.first[r + 1]
+        return 0, walls.planes.shape[0]
+
+    @jit
+    def wall_sum(i, update, h, dyn, par, walls, contacts):
+        """The law between ``i`` and each planar wall it meets; the history in
+        ``dyn.whist[i, k]`` (``k`` the wall's place among them). Returns what
+        :func:`pair_sum` returns (all of each wall contact's energies)."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        whist = dyn.whist
+        planes = walls.planes
+        me = law_body(T, i, dyn, par)
+        f1 = f2 = f3 = m1 = m2 = m3 = z
+        c1 = c2 = c3 = e1 = e2 = e3 = z
+        u = cu = dn = df = dr = dt = z
+        touching = 0
+        lo, hi = wall_range(i, walls)
+        for w in range(lo, hi):
+            k = w - lo
+            n1 = planes[w, 0]
+            n2 = planes[w, 1]
+            n3 = planes[w, 2]
+            dist = n1 * x[i, 0] + n2 * x[i, 1] + n3 * x[i, 2] - planes[w, 3]
+            held = False
+            if H > 0:
+                held = whist[i, k, H - 1] != z
+            what = law_wall_contact(T, dist, par.radius[i], held)
+            if what == NONE or (what == RELEASE and not update):
+                continue
+            p = law_params(contacts.pair, pair_row(contacts.mat[i], walls.mat[w], contacts.nmat))
+            hist = law_load(whist, i, k)
+            if what == RELEASE:  # the contact opened: its history's energy is released
+                rel = law_wall_release(T, par.radius[i], p, hist)
+                dn += rel[0]
+                df += rel[1]
+                dr += rel[2]
+                dt += rel[3]
+                for c in range(H):
+                    whist[i, k, c] = z
+                continue
+            touching += 1
+            r = law_wall(T, n1, n2, n3, dist, me, p, hist, h)
+            f1, c1 = cadd(f1, c1, r[0])
+            f2, c2 = cadd(f2, c2, r[1])
+            f3, c3 = cadd(f3, c3, r[2])
+            if MOMENTS:
+                m1, e1 = cadd(m1, e1, r[3])
+                m2, e2 = cadd(m2, e2, r[4])
+                m3, e3 = cadd(m3, e3, r[5])
+            u, cu = cadd(u, cu, r[U])
+            if DISSIPATES:
+                dn += r[D]
+                df += r[D + 1]
+                dr += r[D + 2]
+                dt += r[D + 3]
+            if update and H > 0:
+                law_store(whist, i, k, r)
+        return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u + cu, dn, df, dr, dt, touching
+
+    @jit
+    def energies(i, dyn, par, bonds, contacts, walls):
+        """Stored energy of ``i``'s contacts with their history as it is (half of each
+        pair's, all of each wall's; compensated sums) and the number of partners and walls
+        in contact: ``(U_pp, U_pw, count)``. No update."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        radius = par.radius
+        me = law_body(T, i, dyn, par)
+        upp = cpp = upw = cpw = z
+        touching = 0
+        n = 0
+        if contacts.mode == CONTACTS_LIST:
+            n = min(contacts.count[i], contacts.nbr.shape[1])
+        elif H == 0 and contacts.mode == CONTACTS_ALL_PAIRS:
+            n = x.shape[0]
+        for s in range(n):
+            j = s
+            slot = -1
+            if contacts.mode == CONTACTS_LIST:
+                j = contacts.nbr[i, s]
+                slot = s
+            elif j == i:
+                continue
+            d1, d2, d3, dist2 = separation(i, j, x)
+            reach = radius[i] + radius[j]
+            held = False
+            if H > 0 and slot >= 0:
+                held = contacts.live[i, slot] != 0
+            if law_contact(T, dist2, reach, held) != EVALUATE:
+                continue
+            if bonds.skip_contacts and bonded(i, j, bonds):
+                continue
+            touching += 1
+            p = law_params(contacts.pair, row_of(i, j, contacts))
+            hist = law_load(contacts.hist, i, slot)
+            other = law_body(T, j, dyn, par)
+            if i < j:
+                e = law_energy(T, d1, d2, d3, dist2, reach, me, other, p, hist)
+            else:
+                e = law_energy(T, d1, d2, d3, dist2, reach, other, me, p, hist)
+            upp, cpp = cadd(upp, cpp, T(0.5) * e)
+        planes = walls.planes
+        lo, hi = wall_range(i, walls)
+        for w in range(lo, hi):
+            k = w - lo
+            n1 = planes[w, 0]
+            n2 = planes[w, 1]
+            n3 = planes[w, 2]
+            dist = n1 * x[i, 0] + n2 * x[i, 1] + n3 * x[i, 2] - planes[w, 3]
+            held = False
+            if H > 0:
+                held = dyn.whist[i, k, H - 1] != z
+            if law_wall_contact(T, dist, radius[i], held) != EVALUATE:
+                continue
+            touching += 1
+            p = law_params(contacts.pair, pair_row(contacts.mat[i], walls.mat[w], contacts.nmat))
+            upw, cpw = cadd(upw, cpw, law_wall_energy(T, n1, n2, n3, dist, me, p, law_load(dyn.whist, i, k)))
+        return upp + cpp, upw + cpw, touching
+
+    return SimpleNamespace(law=L, pair_row=pair_row, bonded=bonded, pair_sum=pair_sum, pair_pass=pair_pass,
+                           gather=gather, wall_range=wall_range, wall_sum=wall_sum, energies=energies)  # fmt: skip
