@@ -179,8 +179,9 @@ def oblique_reference(vt, vn=1.0, mu=0.3, e=1.0, steps_per_contact=20000):
     """Rebound ``(v_t', r ω')`` of the same Hertz-Mindlin-Tsuji impact (``docs/contacts.md``
     laws, wall of the same material) by an independent integration of the contact's
     equations: semi-implicit Euler with ``steps_per_contact`` steps per elastic contact
-    time, forces at the current velocities, the spring ``ξ`` stretched by the slip
-    velocity and put back onto the Coulomb limit when it slides. ``vt`` may be an array
+    time, forces at the current velocities, the spring ``ξ`` scaled by ``sqrt(k_t,old/k_t)``
+    as the contact radius changes and stretched by the slip velocity, force and spring
+    scaled back onto the Coulomb limit when it slides. ``vt`` may be an array
     (one impact per entry, integrated together)."""
 
 
@@ -195,6 +196,7 @@ def oblique_reference(vt, vn=1.0, mu=0.3, e=1.0, steps_per_contact=20000):
     w = np.zeros_like(u)  # spin about +y: r w = u rolls without slip
     xi = np.zeros_like(u)
     d, dd = 0.0, vn  # overlap and its rate (the normal motion does not depend on the tangential)
+    kt_old = 0.0
     for _ in range(100 * steps_per_contact):
         if d < 0.0 and dd < 0.0:
             break
@@ -205,13 +207,13 @@ def oblique_reference(vt, vn=1.0, mu=0.3, e=1.0, steps_per_contact=20000):
         eta = alpha * math.sqrt(m * kt)
         lever = R - dp
         vc = u - lever * w  # slip of the contact point
-        xi = xi + h * vc
+        xi = (xi * math.sqrt(kt_old / kt) if kt > 0 else 0.0 * xi) + h * vc  # energy kept as k_t changes
+        kt_old = kt
         ft = -kt * xi - eta * vc
         over = np.abs(ft) > mu * fn
-        if over.any():
-            ft = np.where(over, np.sign(ft) * mu * fn, ft)
-            if kt > 0:
-                xi = np.where(over, -(ft + eta * vc) / kt, xi)
+        if over.any():  # force and spring scaled onto the Coulomb limit
+            scale = np.where(over, mu * fn / np.maximum(np.abs(ft), 1e-300), 1.0)
+            ft, xi = ft * scale, xi * scale
         dd = dd - h * fn / m
         d = d + h * dd
         u = u + h * ft / m

@@ -57,7 +57,10 @@ def contact_law(T, geometry, velocities, drift, params, springs, h):
       turned into the tangent plane (its length kept), ``ξ += h v_t`` (``v_t`` of ``drift``);
       ``F_t = -k_t ξ - η_t v_t``, ``k_t = 8 G* a``, ``a = sqrt(R* δ)``,
       ``η_t = α sqrt(m* k_t) = d_t sqrt(m* a)``; when ``|F_t| > μ F_n`` it slides:
-      ``F_t`` is scaled onto ``μ F_n`` and the spring reset to ``ξ = -(F_t + η_t v_t)/k_t``;
+      ``F_t`` and the spring are scaled by the same factor onto ``μ F_n``; as ``k_t``
+      follows ``a``, the spring is scaled by ``sqrt(k_t,old/k_t)`` over each step (half
+      before the stretch, half after, ``k_t`` of the mean overlap in between), so that
+      its energy changes only by the work done on it;
     * rolling (spring-dashpot-slider): ``v_r = R* (ω_a - ω_b) × n``, spring ``ψ``,
       ``F_r = -k_t ψ - η_t v_r``, ``|F_r| ≤ μ_r F_n``, couple ``±R* n × F_r``;
     * twisting (Marshall): ``ω_n = (ω_a - ω_b)·n``, angle ``φ``,
@@ -68,9 +71,10 @@ def contact_law(T, geometry, velocities, drift, params, springs, h):
     they conserve angular momentum. Returns ``(F_a[3], M_a[3], M_b[3], history[8], U,
     D_normal, D_friction, D_rolling, D_twisting)``: the updated springs and overlap, the
     elastic energy after the step (normal and springs) and the energy each part
-    dissipated in the step (the work it did on the relative motion less the change of
-    its spring energy, so that total plus dissipated energy balances). One flat law (a
-    law calls no other): the two springs repeat the same slider code.
+    dissipated in the step: the normal dashpot's work, and for each spring-dashpot-slider
+    its dashpot's work plus the spring energy the slider let go, so each is ≥ 0 and
+    total plus dissipated energy balances to the scheme's accuracy (``docs/contacts.md``).
+    One flat law (a law calls no other): the three springs repeat the same slider code.
     """
     n1, n2, n3, delta, la, lb, rstar, mstar = geometry
     dv1, dv2, dv3, wa1, wa2, wa3, wb1, wb2, wb3 = velocities
@@ -99,38 +103,63 @@ def contact_law(T, geometry, velocities, drift, params, springs, h):
     kt = T(8.0) * gstar * a
     eta = damp_t * sma
     kt_old = T(8.0) * gstar * math.sqrt(rstar * delta_old)
-    # tangential spring: turned into the tangent plane, length kept, then stretched
+    # the springs' energy kept through the change of stiffness since the last step
+    # (k_t follows the contact radius): a spring scaled by sqrt(k_t,old / k_t)
+    # half before the step's stretch, half after (k_t at the mean overlap in between)
+    kt_mid = T(8.0) * gstar * math.sqrt(rstar * T(0.5) * (delta_old + delta))
+    keep = math.sqrt(kt_old / kt_mid) if kt_mid > T(0.0) else T(0.0)
+    post = math.sqrt(kt_mid / kt) if kt > T(0.0) else T(0.0)
+    # tangential spring: turned into the tangent plane, energy kept, then stretched
     vt1 = c1 - vn * n1
     vt2 = c2 - vn * n2
     vt3 = c3 - vn * n3
     ss = s1 * s1 + s2 * s2 + s3 * s3
-    u_old = T(0.5) * kt_old * ss
-    sn = s1 * n1 + s2 * n2 + s3 * n3
-    p1 = s1 - sn * n1
-    p2 = s2 - sn * n2
-    p3 = s3 - sn * n3
-    pp = p1 * p1 + p2 * p2 + p3 * p3
-    c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-    s1 = c * p1 + h * (e1 - en * n1)
-    s2 = c * p2 + h * (e2 - en * n2)
-    s3 = c * p3 + h * (e3 - en * n3)
+    # The spring's energy before the stretch (wa), the stretch's work against it (wb) and
+    # its own (wc), at k_t of the mean overlap: with c the Coulomb factor below, the
+    # energy the bodies give the spring over the step's displacement (the mean of the
+    # spring's force at the step's two ends) less the change of its energy is
+    # (1 - c²) wa + (1/2 + c/2 - c²) wb + (c - c²) wc: zero while it sticks, the slider's
+    # loss while it slides (booked >= 0: a spring unloaded past zero within one sliding
+    # step would give a negative value, taken as 0); the dashpot dissipates c h η |v_t|².
+    wa = wb = wc = T(0.0)
+    if h > T(0.0):
+        sn = s1 * n1 + s2 * n2 + s3 * n3
+        p1 = s1 - sn * n1
+        p2 = s2 - sn * n2
+        p3 = s3 - sn * n3
+        pp = p1 * p1 + p2 * p2 + p3 * p3
+        c = keep * math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
+        p1 = c * p1
+        p2 = c * p2
+        p3 = c * p3
+        q1 = h * (e1 - en * n1)
+        q2 = h * (e2 - en * n2)
+        q3 = h * (e3 - en * n3)
+        wa = T(0.5) * kt_mid * (p1 * p1 + p2 * p2 + p3 * p3)
+        wb = kt_mid * (p1 * q1 + p2 * q2 + p3 * q3)
+        wc = T(0.5) * kt_mid * (q1 * q1 + q2 * q2 + q3 * q3)
+        s1 = post * (p1 + q1)
+        s2 = post * (p2 + q2)
+        s3 = post * (p3 + q3)
     ft1 = -kt * s1 - eta * vt1
     ft2 = -kt * s2 - eta * vt2
     ft3 = -kt * s3 - eta * vt3
     limit = mu * fn
     ff = ft1 * ft1 + ft2 * ft2 + ft3 * ft3
-    if ff > limit * limit:  # sliding
+    c = T(1.0)
+    if ff > limit * limit:  # sliding: force and spring scaled onto the Coulomb limit
         c = limit / math.sqrt(ff)
-        ft1 = c * ft1
-        ft2 = c * ft2
-        ft3 = c * ft3
-        if kt > T(0.0):
-            inv = T(1.0) / kt
-            s1 = -(ft1 + eta * vt1) * inv
-            s2 = -(ft2 + eta * vt2) * inv
-            s3 = -(ft3 + eta * vt3) * inv
-    ut = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
-    d_friction = -h * (ft1 * vt1 + ft2 * vt2 + ft3 * vt3) - (ut - u_old)
+    u_trial = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
+    ft1 = c * ft1
+    ft2 = c * ft2
+    ft3 = c * ft3
+    s1 = c * s1
+    s2 = c * s2
+    s3 = c * s3
+    ut = c * c * u_trial
+    d_friction = T(0.0)
+    if h > T(0.0):
+        d_friction = max(T(0.0), (T(1.0) - c * c) * wa + (T(0.5) + T(0.5) * c - c * c) * wb + (c - c * c) * wc) + c * h * eta * (vt1 * vt1 + vt2 * vt2 + vt3 * vt3)
     # rolling resistance: the same spring-dashpot-slider on v_r = R* (ω_a - ω_b) × n
     o1 = wa1 - wb1
     o2 = wa2 - wb2
@@ -139,55 +168,80 @@ def contact_law(T, geometry, velocities, drift, params, springs, h):
     g2 = ea2 - eb2
     g3 = ea3 - eb3
     ss = r1 * r1 + r2 * r2 + r3 * r3
+    d_rolling = T(0.0)
     if mu_roll > T(0.0):
         vr1 = rstar * (o2 * n3 - o3 * n2)
         vr2 = rstar * (o3 * n1 - o1 * n3)
         vr3 = rstar * (o1 * n2 - o2 * n1)
-        u_old = T(0.5) * kt_old * ss
-        sn = r1 * n1 + r2 * n2 + r3 * n3
-        p1 = r1 - sn * n1
-        p2 = r2 - sn * n2
-        p3 = r3 - sn * n3
-        pp = p1 * p1 + p2 * p2 + p3 * p3
-        c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-        r1 = c * p1 + h * rstar * (g2 * n3 - g3 * n2)
-        r2 = c * p2 + h * rstar * (g3 * n1 - g1 * n3)
-        r3 = c * p3 + h * rstar * (g1 * n2 - g2 * n1)
+        wa = wb = wc = T(0.0)
+        if h > T(0.0):
+            sn = r1 * n1 + r2 * n2 + r3 * n3
+            p1 = r1 - sn * n1
+            p2 = r2 - sn * n2
+            p3 = r3 - sn * n3
+            pp = p1 * p1 + p2 * p2 + p3 * p3
+            c = keep * math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
+            p1 = c * p1
+            p2 = c * p2
+            p3 = c * p3
+            q1 = h * rstar * (g2 * n3 - g3 * n2)
+            q2 = h * rstar * (g3 * n1 - g1 * n3)
+            q3 = h * rstar * (g1 * n2 - g2 * n1)
+            wa = T(0.5) * kt_mid * (p1 * p1 + p2 * p2 + p3 * p3)
+            wb = kt_mid * (p1 * q1 + p2 * q2 + p3 * q3)
+            wc = T(0.5) * kt_mid * (q1 * q1 + q2 * q2 + q3 * q3)
+            r1 = post * (p1 + q1)
+            r2 = post * (p2 + q2)
+            r3 = post * (p3 + q3)
         fr1 = -kt * r1 - eta * vr1
         fr2 = -kt * r2 - eta * vr2
         fr3 = -kt * r3 - eta * vr3
         limit = mu_roll * fn
         ff = fr1 * fr1 + fr2 * fr2 + fr3 * fr3
+        c = T(1.0)
         if ff > limit * limit:
             c = limit / math.sqrt(ff)
-            fr1 = c * fr1
-            fr2 = c * fr2
-            fr3 = c * fr3
-            if kt > T(0.0):
-                inv = T(1.0) / kt
-                r1 = -(fr1 + eta * vr1) * inv
-                r2 = -(fr2 + eta * vr2) * inv
-                r3 = -(fr3 + eta * vr3) * inv
-        ur = T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3)
-        d_rolling = -h * (fr1 * vr1 + fr2 * vr2 + fr3 * vr3) - (ur - u_old)
+        u_trial = T(0.5) * kt * (r1 * r1 + r2 * r2 + r3 * r3)
+        fr1 = c * fr1
+        fr2 = c * fr2
+        fr3 = c * fr3
+        r1 = c * r1
+        r2 = c * r2
+        r3 = c * r3
+        ur = c * c * u_trial
+        if h > T(0.0):
+            d_rolling = max(T(0.0), (T(1.0) - c * c) * wa + (T(0.5) + T(0.5) * c - c * c) * wb + (c - c * c) * wc) + c * h * eta * (vr1 * vr1 + vr2 * vr2 + vr3 * vr3)
     else:  # no rolling resistance: no spring (one left by a checkpoint is released)
         fr1 = fr2 = fr3 = r1 = r2 = r3 = ur = T(0.0)
         d_rolling = T(0.5) * kt_old * ss
     # twisting resistance
     u_old = T(0.25) * kt_old * rstar * delta_old * tw * tw
+    d_twisting = T(0.0)
     if mu_twist > T(0.0):
         wn = o1 * n1 + o2 * n2 + o3 * n3
         ktw = T(0.5) * kt * a * a
         etw = T(0.5) * eta * a * a
-        tw = tw + h * (g1 * n1 + g2 * n2 + g3 * n3)
+        wa = wb = wc = T(0.0)
+        if h > T(0.0):  # k_tw = k_t a²/2: its energy kept through the change of a, then turned
+            dmid = T(0.5) * (delta_old + delta)
+            kmid = T(0.5) * kt_mid * rstar * dmid
+            p1 = tw * math.sqrt(kt_old * delta_old / (kt_mid * dmid))
+            q1 = h * (g1 * n1 + g2 * n2 + g3 * n3)
+            wa = T(0.5) * kmid * p1 * p1
+            wb = kmid * p1 * q1
+            wc = T(0.5) * kmid * q1 * q1
+            tw = math.sqrt(kt_mid * dmid / (kt * delta)) * (p1 + q1)
         mt = -ktw * tw - etw * wn
         limit = mu_twist * a * fn
+        c = T(1.0)
         if abs(mt) > limit:
-            mt = limit if mt > T(0.0) else -limit
-            if ktw > T(0.0):
-                tw = -(mt + etw * wn) / ktw
-        utw = T(0.5) * ktw * tw * tw
-        d_twisting = -h * mt * wn - (utw - u_old)
+            c = limit / abs(mt)
+        u_trial = T(0.5) * ktw * tw * tw
+        mt = c * mt
+        tw = c * tw
+        utw = c * c * u_trial
+        if h > T(0.0):
+            d_twisting = max(T(0.0), (T(1.0) - c * c) * wa + (T(0.5) + T(0.5) * c - c * c) * wb + (c - c * c) * wc) + c * h * etw * wn * wn
     else:  # no twisting resistance
         mt = tw = utw = T(0.0)
         d_twisting = u_old
