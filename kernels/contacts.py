@@ -6,7 +6,9 @@ order) and its walls, asks the law whether each is in contact, evaluates it, and
 force and moment to compensated running sums; it writes only its own rows. The pair is
 evaluated in a canonical orientation (``d = x_lo - x_hi``, ``lo < hi``) from the same
 inputs with the same operations by whichever end evaluates it, so the two ends get exact
-negatives and the sums do not depend on the particle numbering beyond their order.
+negatives. The canonical order of a pair is that of the positions (lexicographic), not
+of the indices, so a pair's terms do not depend on the particles' numbering; a particle
+adds its terms in row (index) order with compensated sums.
 
 Two ways to sum the pairs, with the same bits:
 
@@ -73,11 +75,23 @@ def build(jit, law):
         return False
 
     @jit
+    def first(i, j, x):
+        """Whether ``i`` comes first in the pair's canonical order: the lexicographic
+        order of the positions (then the indices, for coincident or non-finite ones), so
+        that a pair is evaluated the same way whatever the particles' numbering."""
+        for c in range(3):
+            if x[i, c] < x[j, c]:
+                return True
+            if x[j, c] < x[i, c]:
+                return False
+        return i < j
+
+    @jit
     def separation(i, j, x):
-        """``d = x_lo - x_hi`` for the pair ``(i, j)`` and its square ``|d|²``. (The
-        branches do not merge ``i`` and ``j`` into one variable: Numba's parallel loop
-        index is unsigned.)"""
-        if i < j:
+        """``d = x_lo - x_hi`` for the pair ``(i, j)`` in canonical order (:func:`first`)
+        and its square ``|d|²``. (The branches do not merge ``i`` and ``j`` into one
+        variable: Numba's parallel loop index is unsigned.)"""
+        if first(i, j, x):
             d1 = x[i, 0] - x[j, 0]
             d2 = x[i, 1] - x[j, 1]
             d3 = x[i, 2] - x[j, 2]
@@ -124,7 +138,7 @@ def build(jit, law):
                         acc[17] + rel[3], acc[18])  # fmt: skip
             return acc
         other = law_body(T, j, dyn, par)
-        if i < j:
+        if first(i, j, x):
             r = law_pair(T, d1, d2, d3, dist2, reach, me, other, p, hist, h)
             g1, g2, g3, g4, g5, g6 = r[0], r[1], r[2], r[3], r[4], r[5]
         else:
@@ -235,19 +249,26 @@ def build(jit, law):
                         hist[j, q, c] = z
                     live[j, q] = 0
                 continue
-            r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
+            if first(i, j, x):
+                r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
+                a1, a2, a3, a4, a5, a6 = r[0], r[1], r[2], r[3], r[4], r[5]
+                b1, b2, b3, b4, b5, b6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+            else:
+                r = law_pair(T, d1, d2, d3, dist2, reach, law_body(T, j, dyn, par), me, p, hh, h)
+                a1, a2, a3, a4, a5, a6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+                b1, b2, b3, b4, b5, b6 = r[0], r[1], r[2], r[3], r[4], r[5]
             held_now = 0
             if DISSIPATES:
                 dn += r[D]
                 df += r[D + 1]
                 dr += r[D + 2]
                 dt += r[D + 3]
-            res[i, s, 0] = r[0]
-            res[i, s, 1] = r[1]
-            res[i, s, 2] = r[2]
-            res[i, s, 3] = r[3]
-            res[i, s, 4] = r[4]
-            res[i, s, 5] = r[5]
+            res[i, s, 0] = a1
+            res[i, s, 1] = a2
+            res[i, s, 2] = a3
+            res[i, s, 3] = a4
+            res[i, s, 4] = a5
+            res[i, s, 5] = a6
             got[i, s] = 1
             if H > 0:
                 held_now = 1 if r[H + 8] != z else 0
@@ -257,12 +278,12 @@ def build(jit, law):
                 if H > 0:
                     law_store(hist, j, q, r)
                     live[j, q] = held_now
-                res[j, q, 0] = -r[0]
-                res[j, q, 1] = -r[1]
-                res[j, q, 2] = -r[2]
-                res[j, q, 3] = r[6]
-                res[j, q, 4] = r[7]
-                res[j, q, 5] = r[8]
+                res[j, q, 0] = b1
+                res[j, q, 1] = b2
+                res[j, q, 2] = b3
+                res[j, q, 3] = b4
+                res[j, q, 4] = b5
+                res[j, q, 5] = b6
                 got[j, q] = 1
         if DISSIPATES:
             dyn.dissip[i, 0] += dn
@@ -396,7 +417,7 @@ def build(jit, law):
             p = law_params(contacts.pair, row_of(i, j, contacts))
             hist = law_load(contacts.hist, i, slot)
             other = law_body(T, j, dyn, par)
-            if i < j:
+            if first(i, j, x):
                 e = law_energy(T, d1, d2, d3, dist2, reach, me, other, p, hist)
             else:
                 e = law_energy(T, d1, d2, d3, dist2, reach, other, me, p, hist)
