@@ -22,7 +22,8 @@ from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
 from .particles.analysis import ContactList, contact_list, forces_by_family
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
-from .particles.model import Model, ModelBuilder
+from .particles.builder import ModelBuilder
+from .particles.model import Model
 from .particles.replicas import replica_diagnostics, replicate
 from .particles.stability import StepEstimate, estimate_stable_step
 from .particles.state import State

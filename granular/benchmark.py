@@ -57,7 +57,7 @@ from kernels.laws import CONTACT_SLOT
 
 from .backend import BackendError, get_backend
 from .particles.integrators import ExplicitIntegrator
-from .particles.model import ModelBuilder
+from .particles.builder import ModelBuilder
 from .particles.paper_torus import torus_builder
 from .particles.shapes import block_impact_builder, lattice_positions
 from .timing import write_json

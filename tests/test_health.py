@@ -14,7 +14,7 @@ from granular import cli
 from granular.io import load_checkpoint, read_series
 from granular.particles import diagnostics as diag
 from granular.particles.health import HealthCheck, Snapshot
-from granular.particles.model import ModelBuilder
+from granular.particles.builder import ModelBuilder
 from granular.particles.system import STATE_ARRAYS, restore_state, series_row
 from granular.run.scene import build_model, load_scene
 

@@ -112,7 +112,7 @@ def test_the_graph_is_read(graph):
     # integrators, and a study imports the model
     assert "granular.run.command" in graph["granular.cli"]
     assert "granular.particles.integrators" in graph["granular.run.simulation"]
-    assert any(t.startswith("granular.particles.model") for t in graph["granular.validation.pile"])
+    assert any(t.startswith("granular.particles.builder") for t in graph["granular.validation.pile"])
 
 
 def test_no_import_cycles(graph):

@@ -8,7 +8,7 @@ import pytest
 
 import granular as gr
 from granular.particles.analysis import _configuration
-from granular.particles.model import ModelBuilder
+from granular.particles.builder import ModelBuilder
 from granular.particles.replicas import replica_diagnostics, replicate
 from granular.particles.shapes import BLOCK_MATERIAL, add_block, add_torus
 

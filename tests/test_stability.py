@@ -12,7 +12,7 @@ import pytest
 from granular import cli
 from granular.particles import diagnostics as diag
 from granular.particles.integrators import ExplicitIntegrator, IntegrationError
-from granular.particles.model import ModelBuilder
+from granular.particles.builder import ModelBuilder
 from granular.particles.shapes import add_torus
 from granular.particles.stability import (
     CONTACT_OVERLAP,

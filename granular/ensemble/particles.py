@@ -1,5 +1,5 @@
 """Ensembles of particle scenes: many impacts with sampled parameters, run as replicas of
-the scene in one system (:meth:`~granular.particles.model.ModelBuilder.replicas`).
+the scene in one system (:meth:`~granular.particles.builder.ModelBuilder.replicas`).
 
 ``FIELD`` names a number of the scene, with component indices for vectors:
 
@@ -60,7 +60,7 @@ from kernels.layout import DIAGNOSTICS
 
 from ..backend import get_backend
 from ..particles.integrators import ExplicitIntegrator
-from ..particles.model import ModelBuilder
+from ..particles.builder import ModelBuilder
 from ..particles.replicas import replica_diagnostics
 from ..resources import NEIGHBOR_CAPACITY, check_memory
 from ..run.scene import SceneError, parse_scene, scene_builder

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .model import ModelBuilder
+from .builder import ModelBuilder
 from .shapes import add_torus
 
 N_P = 80

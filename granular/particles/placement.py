@@ -1,9 +1,9 @@
 """Checks of where particles start: overlapping or coincident pairs, particles inside walls.
 
-:meth:`~granular.particles.model.ModelBuilder.finalize` and scene files make the same
+:meth:`~granular.particles.builder.ModelBuilder.finalize` and scene files make the same
 checks, each refusable by an ``allow_initial_overlap`` switch (of
-:meth:`~granular.particles.model.ModelBuilder.set_contacts`, of
-:meth:`~granular.particles.model.ModelBuilder.add_wall`, or of the scene's
+:meth:`~granular.particles.builder.ModelBuilder.set_contacts`, of
+:meth:`~granular.particles.builder.ModelBuilder.add_wall`, or of the scene's
 ``[contacts]`` and ``[[walls]]`` tables). A pair at the same position is refused
 always: the contact force between coincident particles has no direction.
 

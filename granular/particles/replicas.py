@@ -4,7 +4,7 @@ A parameter study (impact speed, angle, spin, stiffness, breakage threshold ...)
 same scene many times with other values. Run one by one, each small system costs the
 step loop's fixed overheads (on a GPU: launches for a few hundred particles). A model of
 replicas puts them all in one system with one state, one set of kernels and one step
-loop: :meth:`ModelBuilder.replicas <granular.particles.model.ModelBuilder.replicas>`
+loop: :meth:`ModelBuilder.replicas <granular.particles.builder.ModelBuilder.replicas>`
 concatenates builders, each replica keeping its own particles, bonds and walls.
 
 Replicas do not interact, by construction rather than by filtering: the neighbour search
@@ -27,14 +27,14 @@ import numpy as np
 from kernels.layout import DIAGNOSTICS
 
 from .analysis import _configuration
-from .model import ModelBuilder
+from .builder import ModelBuilder
 
 __all__ = ["replica_diagnostics", "replicate"]
 
 
 def replicate(builders) -> ModelBuilder:
     """One builder holding ``builders`` as independent replicas
-    (:meth:`ModelBuilder.replicas <granular.particles.model.ModelBuilder.replicas>`)."""
+    (:meth:`ModelBuilder.replicas <granular.particles.builder.ModelBuilder.replicas>`)."""
     return ModelBuilder.replicas(builders)
 
 

@@ -1,4 +1,4 @@
-"""Geometry helpers that fill a :class:`~granular.particles.model.ModelBuilder`: particle-binder
+"""Geometry helpers that fill a :class:`~granular.particles.builder.ModelBuilder`: particle-binder
 solids from the papers and lattices for large scenes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import PackingError
-from .model import ModelBuilder
+from .builder import ModelBuilder
 
 
 def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0)) -> np.ndarray:
@@ -95,7 +95,7 @@ def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal
         Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
     ka, ks, km : float, optional
         Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
-        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        [M L²/T²] (:meth:`~granular.particles.builder.ModelBuilder.add_bonds`); defaults
         200, 200, 10 as in paper 003, Sect. 4.1.
     strain_max : float, optional
         Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
@@ -104,7 +104,7 @@ def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal
     bonded : bool, optional
         Bond the neighbours. Default ``True``.
     material : str, optional
-        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+        Material of the spheres (:meth:`~granular.particles.builder.ModelBuilder.add_material`).
 
     Returns
     -------
@@ -206,14 +206,14 @@ def add_block(builder, shape, spacing=1.0, origin=(0.0, 0.0, 0.0), velocity=(0.0
         Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
     ka, ks, km : float, optional
         Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
-        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        [M L²/T²] (:meth:`~granular.particles.builder.ModelBuilder.add_bonds`); defaults
         200, 200, 10 as in paper 003, Sect. 4.1.
     strain_max : float, optional
         Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
     angle_max : float, optional
         Bond breakage threshold on the relative rotation angle [rad]. Default ``inf``.
     material : str, optional
-        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+        Material of the spheres (:meth:`~granular.particles.builder.ModelBuilder.add_material`).
 
     Returns
     -------
@@ -271,7 +271,7 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         Axial, shear and bending/torsion bond stiffnesses [M L²/T²]. Defaults 200,
         200, 10.
     search : {"cells", "all-pairs"}, optional
-        Contact search (:meth:`~granular.particles.model.ModelBuilder.set_contacts`;
+        Contact search (:meth:`~granular.particles.builder.ModelBuilder.set_contacts`;
         ``"all-pairs"`` is refused at ``finalize`` with ``friction``). Default ``"cells"``.
     friction : bool, optional
         Use the dissipative law with :data:`BLOCK_MATERIAL`. Default ``False``.
@@ -483,7 +483,7 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
         Scalar moment of inertia of each particle [M L²]. Default 1 (likewise).
     ka, ks, km : float, optional
         Axial, shear and bending/torsion bond stiffnesses ``K^a``, ``K^s``, ``K^m``
-        [M L²/T²] (:meth:`~granular.particles.model.ModelBuilder.add_bonds`); defaults
+        [M L²/T²] (:meth:`~granular.particles.builder.ModelBuilder.add_bonds`); defaults
         200, 200, 10 as in paper 003, Sect. 4.1.
     strain_max : float, optional
         Bond breakage threshold on ``|r/r0 - 1|`` [-]. Default ``inf`` (never).
@@ -492,7 +492,7 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     bonded : bool, optional
         Bond the neighbours of each torus. Default ``True``.
     material : str, optional
-        Material of the spheres (:meth:`~granular.particles.model.ModelBuilder.add_material`).
+        Material of the spheres (:meth:`~granular.particles.builder.ModelBuilder.add_material`).
 
     Returns
     -------

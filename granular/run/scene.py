@@ -24,10 +24,11 @@ from ..bodies.scenes.validate import validate_bodies
 from ..checks import field_path, schema_message
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
-from ..particles.model import ModelBuilder
+from ..particles.builder import ModelBuilder
 from ..particles.placement import overlap_problem, wall_problem
 from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
 from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
+from .scene_contacts import contact_errors
 
 #: Largest number of particles a scene may ask for (a 10^8-particle state needs ~20 GB).
 MAX_PARTICLES = 100_000_000
@@ -340,55 +341,7 @@ def _check_references(scene: Scene, source: str) -> None:
     for k, p in enumerate(scene.fields.pendulum):
         if p.group not in names:
             errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
-    mats = scene.materials
-    if mats:
-        for k, g in enumerate(scene.particles):
-            if g.material is None:
-                errors.append((f"particles[{k}].material", f"with [materials] every group names one; defined: "
-                               f"{sorted(mats)}"))  # fmt: skip
-        for k, w in enumerate(scene.walls):
-            if w.material is None:
-                errors.append((f"walls[{k}].material", f"with [materials] every wall names one; defined: {sorted(mats)}"))
-        law = (scene.contacts.law if scene.contacts is not None else None) or "hertz-mindlin"
-        if law == "hertz":
-            errors.append(("contacts.law", "'hertz' (paper 003's law) takes kpp, not [materials]; with materials "
-                           "choose 'hertz-mindlin', 'linear' or 'jkr'"))  # fmt: skip
-        needs = {"hertz-mindlin": "young", "jkr": "young", "linear": "stiffness"}.get(law)
-        for name, m in mats.items():
-            if needs is not None and getattr(m, needs) is None:
-                errors.append((f"materials.{name}.{needs}", f"required field is missing (the {law} contact law)"))
-        if scene.contacts is not None and scene.contacts.kpp is not None:
-            errors.append(("contacts.kpp", f"with [materials] the {law} law replaces U^pp; leave kpp out"))
-        if scene.contacts is not None and scene.contacts.search != "cells":
-            errors.append(("contacts.search", f"the {law} law (materials) keeps history per contact in the "
-                           "neighbour list: it needs 'cells', not 'all-pairs'"))  # fmt: skip
-    elif scene.contacts is not None and scene.contacts.law not in (None, "hertz"):
-        errors.append(("contacts.law", f"the {scene.contacts.law} law needs [materials] (a material for every "
-                       "particle group and wall)"))  # fmt: skip
-    elif scene.contacts is not None and scene.contacts.kpp is None:
-        errors.append(("contacts.kpp", "required field is missing (or give [materials] for the dissipative law)"))
-    for k, pair in enumerate(scene.material_pairs):
-        if not mats:
-            errors.append((f"material_pairs[{k}]", "needs [materials]: it sets values of the dissipative law"))
-            continue
-        for name in pair.materials:
-            if name not in mats:
-                errors.append((f"material_pairs[{k}].materials", f"no material {name!r}; defined: {sorted(mats)}"))
-        if not pair.values():
-            errors.append((f"material_pairs[{k}]", "gives no value: set restitution, friction, rolling_friction or "
-                           "twisting_friction"))  # fmt: skip
-        same = [j for j, other in enumerate(scene.material_pairs[:k]) if sorted(other.materials) == sorted(pair.materials)]
-        if same:
-            errors.append((f"material_pairs[{k}].materials", f"the pair {pair.materials} is given already by "
-                           f"material_pairs[{same[0]}]; give each pair once"))  # fmt: skip
-    for k, g in enumerate(scene.particles):
-        if g.material is not None and g.material not in mats:
-            errors.append((f"particles[{k}].material", f"no material {g.material!r}; defined: {sorted(mats)}"))
-    for k, w in enumerate(scene.walls):
-        if w.material is not None and w.material not in mats:
-            errors.append((f"walls[{k}].material", f"no material {w.material!r}; defined: {sorted(mats)}"))
-        if w.k is None and w.material is None and not mats and (scene.contacts is None or scene.contacts.kpp is None):
-            errors.append((f"walls[{k}].k", "no stiffness: give k or a [contacts] table (its kpp is the default)"))
+    errors.extend(contact_errors(scene))
     total = sum(_group_count(g) for g in scene.particles)
     if total > MAX_PARTICLES:
         errors.append(("particles", f"the scene asks for {total} particles; at most {MAX_PARTICLES} are allowed"))

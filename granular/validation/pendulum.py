@@ -24,7 +24,7 @@ import numpy as np
 
 from ..particles import diagnostics as diag
 from ..particles.integrators import ExplicitIntegrator
-from ..particles.model import ModelBuilder
+from ..particles.builder import ModelBuilder
 from ..run.simulation import run_sampled
 from .report import Check, Report
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..particles.diagnostics import kinetic_energy_rotational, kinetic_energy_translational
 from ..particles.integrators import ExplicitIntegrator
-from ..particles.model import ModelBuilder
+from ..particles.builder import ModelBuilder
 from ..particles.system import DISSIPATED
 from .report import Check, Report
 

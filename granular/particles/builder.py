@@ -1,0 +1,543 @@
+"""``ModelBuilder`` (host lists, easy to fill) → ``finalize(backend)`` → ``Model``.
+
+Every input is checked when it is added; an error names the argument, the particle and
+what is allowed. The contact settings (materials, pairs of materials, the contact law,
+walls) are :class:`granular.particles.builder_contacts.ContactSettings`.
+
+Example::
+
+    b = ModelBuilder()
+    i = b.add_particle(x=[0, 0, 0], rotvec=[0, 2.35, 0], omega=[0.2, 0, 0.2])
+    b.add_pendulum(i, rho0=[0, 0, 1], g=1.0)
+    model = b.finalize("cpu")
+    state = model.state()
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import resolve_backend
+from .builder_contacts import ContactSettings
+from .forces import Bonds, PendulumPotential, UniformGravity
+from .forces.materials import sphere_mass
+from .inputs import _check_duplicate_bonds, _nonnegative, _orientations, _scalars, _vectors
+from .model import Model
+
+class ModelBuilder(ContactSettings):
+    """Collect particles, bonds, contacts, walls and fields on the host, then build a :class:`Model`.
+
+    Every input is checked when it is added (an error names the argument, the particle
+    or bond, and what is allowed); :meth:`finalize` checks the whole (placement included:
+    :mod:`granular.particles.placement`) and moves it to a backend as a :class:`Model`.
+    The builder takes no arguments. Particles are numbered ``0, 1, ...`` in the order
+    they are added, bonds and walls likewise.
+
+    Examples
+    --------
+    Two spheres on a floor, under gravity, with Hertz contacts (56)-(57) of paper 003:
+
+    >>> import granular as gr
+    >>> b = gr.ModelBuilder()
+    >>> ids = b.add_particles([[0, 0, 0.5], [1.0, 0, 0.5]], radius=0.5, mass=1.0)
+    >>> b.set_contacts(kpp=1e3)
+    >>> b.add_wall([0, 0, 1], 0.0)                   # z = 0, stiffness kpp
+    0
+    >>> b.set_gravity([0, 0, -9.81])
+    >>> model = b.finalize("cpu")
+    >>> model.n, model.dtype
+    (2, dtype('float64'))
+    """
+
+    def __init__(self):
+        self._x, self._v, self._q, self._omega = [], [], [], []
+        self._mass, self._inertia, self._radius = [], [], []
+        self._n = 0
+        self._gravity = None
+        self._pendula = []  # (index array, rho0 array, mg array, vertical)
+        self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max) arrays per call
+        self._bond_keys = []  # per call: (a << 32) | b of each bond (a < b), for duplicate detection
+        self._bond_count = 0
+        self._kpp = None
+        self._contact_law = None  # the law's name given to set_contacts (None: by the materials)
+        self._bonded_contacts = True
+        self._contact_search = ("cells", None)
+        self._walls = []  # (normal (3,), offset, k or None, material index or -1)
+        self._materials = {}  # name -> (index, Material)
+        self._pairs = {}  # (i, j), i <= j -> values given to the pair in place of the mixing rule
+        self._replica_pairs = None  # each replica's self._pairs, where they differ
+        self._replica_gravity = None  # (R, 3) each replica's gravity, where they differ
+        self._mat = []  # per add_particles call: (K,) material index, -1 for none
+        self._contacts_set = False
+        self._allow_overlap = False
+        self._wall_overlap = []  # per wall: allow_initial_overlap
+        self._velocity = "predicted"
+        self._replica_counts = None  # particles of each replica (a model of replicas)
+        self._replica_walls = None  # walls of each replica
+        self._replica_names = None  # what errors call each replica
+        self._replica_kpp = None  # each replica's Hertz stiffness, where they differ
+        self._replica_materials = None  # each replica's materials (same names), where they differ
+
+    @classmethod
+    def replicas(cls, builders, names=None) -> ModelBuilder:
+        """One builder holding the systems of ``builders`` as independent replicas.
+
+        Replica ``r`` is ``builders[r]``: its particles keep their order and follow those
+        of the replicas before it, its bonds join its own particles, and its walls act on
+        its particles only. Particles of different replicas never interact, wherever they
+        are: the neighbour search puts the replica into the cell
+        (:mod:`kernels.grid`), so replicas may overlap in space. Each replica's trajectory
+        is that of its builder finalised alone, bit for bit (the sums of a particle are
+        the same terms in the same order). The builders are left as they are.
+
+        Parameters
+        ----------
+        builders : sequence of ModelBuilder
+            At least one. They must agree on what is one setting for the whole model:
+            the contact settings (``bonded_contacts``, search, skin, velocity; the
+            Hertz stiffness ``kpp`` may differ, each replica keeps its own), the names
+            of the materials (their values, and those given to pairs of them, may
+            differ: each replica keeps its own) and pendula (none). Each replica keeps
+            its own gravity (none: zero).
+        names : sequence, optional
+            What errors call each replica (default its position: ``replica 0`` ...),
+            for example its index in an ensemble.
+
+        Returns
+        -------
+        ModelBuilder
+            Finalise it as usual; the model's ``replica`` ((N,) int32) and
+            ``replica_count`` tell the replicas apart
+            (:func:`granular.particles.replicas.replica_diagnostics`).
+
+        Raises
+        ------
+        ValueError
+            No builders, an empty or already replicated builder, or builders that
+            disagree on a model-wide setting (named).
+        """
+        builders = list(builders)
+        if not builders:
+            raise ValueError("replicas: give at least one builder")
+        first = builders[0]
+        for r, b in enumerate(builders):
+            if not isinstance(b, cls):
+                raise ValueError(f"replicas: builder {r} is a {type(b).__name__}, not a ModelBuilder")
+            if b._n == 0:
+                raise ValueError(f"replicas: builder {r} has no particles")
+            if b._replica_counts is not None:
+                raise ValueError(f"replicas: builder {r} already holds replicas")
+            if b._pendula:
+                raise ValueError(f"replicas: builder {r} has pendula; replicas of pendulum systems are not supported")
+            if (b._kpp is None) != (first._kpp is None):
+                raise ValueError(f"replicas: builder {r} {'has no' if b._kpp is None else 'has a'} contact stiffness "
+                                 f"kpp and builder 0 {'has' if b._kpp is None else 'has not'}; the contact law is one "
+                                 "setting for all replicas")  # fmt: skip
+            for name in ("_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
+                         "_contact_law"):  # fmt: skip
+                if getattr(b, name) != getattr(first, name):
+                    raise ValueError(f"replicas: builder {r} differs from builder 0 in {name[1:]} "
+                                     f"({getattr(b, name)!r} against {getattr(first, name)!r}); it is one setting "
+                                     "for all replicas")  # fmt: skip
+            if {k: i for k, (i, _) in b._materials.items()} != {k: i for k, (i, _) in first._materials.items()}:
+                raise ValueError(f"replicas: builder {r} names other materials than builder 0 "
+                                 f"({sorted(b._materials)} against {sorted(first._materials)}); each replica may "
+                                 "give its materials other values, under the same names")  # fmt: skip
+        out = cls()
+        for name in ("_kpp", "_bonded_contacts", "_contact_search", "_contacts_set", "_velocity", "_allow_overlap",
+                     "_gravity", "_contact_law"):
+            setattr(out, name, getattr(first, name))
+        # each replica's gravity (none: zero), where they differ
+        rows = [np.zeros(3) if b._gravity is None else np.asarray(b._gravity, dtype=np.float64) for b in builders]
+        if any(not np.array_equal(g, rows[0]) for g in rows):
+            out._gravity = rows[0]
+            out._replica_gravity = np.stack(rows)
+        out._materials = dict(first._materials)
+        offset = 0
+        for b in builders:
+            for name in ("_x", "_v", "_q", "_omega", "_mass", "_inertia", "_radius", "_mat"):
+                getattr(out, name).extend(a.copy() for a in getattr(b, name))
+            for a, bb, *rest in b._bonds:
+                out._bonds.append((a + offset, bb + offset, *rest))
+                lo, hi = np.minimum(a, bb) + offset, np.maximum(a, bb) + offset
+                out._bond_keys.append((lo.astype(np.int64) << 32) | hi.astype(np.int64))
+            out._bond_count += b._bond_count
+            out._walls.extend(b._walls)
+            out._wall_overlap.extend(b._wall_overlap)
+            offset += b._n
+        out._n = offset
+        order = sorted(first._materials, key=lambda k: first._materials[k][0])
+        tables = [[b._materials[k][1] for k in order] for b in builders]
+        out._replica_materials = tables if any(t != tables[0] for t in tables) else None
+        out._pairs = dict(first._pairs)
+        given = [dict(b._pairs) for b in builders]
+        out._replica_pairs = given if any(g != given[0] for g in given) else None
+        kpps = [b._kpp for b in builders]
+        out._replica_kpp = kpps if first._kpp is not None and len(set(kpps)) > 1 else None
+        out._replica_counts = [b._n for b in builders]
+        out._replica_walls = [len(b._walls) for b in builders]
+        out._replica_names = list(range(len(builders))) if names is None else list(names)
+        if len(out._replica_names) != len(builders):
+            raise ValueError(f"replicas: {len(out._replica_names)} names for {len(builders)} builders")
+        return out
+
+    def _open(self, what: str) -> None:
+        """Refuse ``what`` on a builder that joins replicas (its replica layout is fixed)."""
+        if self._replica_counts is not None:
+            raise ValueError(f"{what}: this builder joins replicas (ModelBuilder.replicas); its layout is fixed. "
+                             "Add to the replicas' own builders before joining them")  # fmt: skip
+
+    @property
+    def particle_count(self) -> int:
+        """Number of particles added so far (the index the next particle gets)."""
+        return self._n
+
+    def add_particles(
+        self,
+        x,
+        v=(0.0, 0.0, 0.0),
+        *,
+        orientation=None,
+        alpha=None,
+        rotvec=None,
+        omega=(0.0, 0.0, 0.0),
+        mass=None,
+        inertia=None,
+        radius=0.5,
+        material=None,
+    ) -> np.ndarray:
+        """Add ``K`` spherical particles; return their indices.
+
+        The orientation is given as at most one of ``orientation``, ``alpha`` and
+        ``rotvec`` (the identity if none); every value must be finite.
+
+        Parameters
+        ----------
+        x : array_like, (K, 3) float
+            Centre positions [L].
+        v : array_like, (K, 3) or (3,) float, optional
+            Velocities [L/T]; a (3,) vector is given to every particle. Default zero.
+        orientation : array_like, (K, 4) or (4,) float, optional
+            Unit quaternions ``(q0, q1, q2, q3)``, scalar first [-]; ``| |q| - 1 |`` at
+            most :data:`UNIT_QUATERNION_TOL`, then normalised.
+        alpha : array_like, (K, 3) or (3,) float, optional
+            Rescaled Rodrigues parameters, eq. (3) of paper 003 [-].
+        rotvec : array_like, (K, 3) or (3,) float, optional
+            Rotation vectors ``θ`` [rad].
+        omega : array_like, (K, 3) or (3,) float, optional
+            Spatial angular velocities ``Ω`` [1/T]. Default zero.
+        mass : float or array_like, (K,) float, optional
+            Masses ``m`` [M], > 0. Default: with ``material``, solid spheres of its density,
+            ``ρ 4/3 π r³``; else 1.
+        inertia : float or array_like, (K,) float, optional
+            Scalar moments of inertia ``J`` [M L²], > 0. Default: with ``material``,
+            a solid sphere's ``2/5 m r²`` (``m``: the given mass, else the density's
+            ``ρ 4/3 π r³``); else 1.
+        radius : float or array_like, (K,) float, optional
+            Radii [L], > 0. Default 0.5.
+        material : str, optional
+            Name of a material of :meth:`add_material` (the dissipative contact law).
+
+        Returns
+        -------
+        ndarray, (K,) int64
+            Indices of the new particles, consecutive from :attr:`particle_count`.
+
+        Raises
+        ------
+        ValueError
+            A value of the wrong shape, non-finite, not > 0 where it must be, a quaternion
+            that is not of unit length, more than one orientation form, or an unknown
+            ``material``; the message names the argument and the particle of this call.
+        """
+        self._open("add_particles")
+        xa = np.array(x, dtype=np.float64)
+        if xa.ndim != 2 or xa.shape[1] != 3:
+            raise ValueError(f"x: expected shape (K, 3), got {xa.shape}")
+        k = xa.shape[0]
+        xa = _vectors("x", xa, k, allow_broadcast=False)
+        self._x.append(xa)
+        self._v.append(_vectors("v", v, k))
+        self._omega.append(_vectors("omega", omega, k))
+        self._q.append(_orientations(k, orientation, alpha, rotvec))
+        radius = _scalars("radius", radius, k)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"material: no material named {material!r}; defined: {sorted(self._materials)}")
+            mat, m = self._materials[material]
+            m_s, j_s = sphere_mass(m, radius)
+            if inertia is None:  # a solid sphere of the mass it has: 2/5 m r²
+                inertia = j_s if mass is None else 0.4 * _scalars("mass", mass, k) * radius * radius
+            mass = m_s if mass is None else mass
+        self._mass.append(_scalars("mass", 1.0 if mass is None else mass, k))
+        self._inertia.append(_scalars("inertia", 1.0 if inertia is None else inertia, k))
+        self._radius.append(radius)
+        self._mat.append(np.full(k, mat, dtype=np.int32))
+        first = self._n
+        self._n += k
+        return np.arange(first, self._n, dtype=np.int64)
+
+    def add_particle(self, x, v=(0.0, 0.0, 0.0), **kwargs) -> int:
+        """Add one particle; return its index.
+
+        Parameters
+        ----------
+        x : array_like, (3,) float
+            Centre position [L].
+        v : array_like, (3,) float, optional
+            Velocity [L/T]. Default zero.
+        **kwargs
+            ``orientation`` (4,), ``alpha`` (3,), ``rotvec`` (3,), ``omega`` (3,),
+            ``mass``, ``inertia``, ``radius`` (scalars) and ``material``, as in
+            :meth:`add_particles` for ``K = 1``.
+
+        Returns
+        -------
+        int
+            Index of the new particle.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`add_particles`.
+        """
+        for key in ("orientation", "alpha", "rotvec"):
+            if kwargs.get(key) is not None and np.ndim(kwargs[key]) == 1:  # one particle's, shaped (4,) or (3,)
+                kwargs[key] = np.asarray(kwargs[key], dtype=np.float64)[None, :]
+        return int(self.add_particles(np.asarray(x, dtype=np.float64)[None, :], v, **kwargs)[0])
+
+    def set_gravity(self, g) -> None:
+        """Set a uniform gravitational acceleration for all particles.
+
+        The field's energy is ``U_gravity = -Σ m_i g·x_i`` and its force ``F_i = m_i g``
+        (:class:`~granular.particles.forces.UniformGravity`). A second call replaces the
+        first.
+
+        Parameters
+        ----------
+        g : array_like, (3,) float
+            Acceleration [L/T²].
+
+        Raises
+        ------
+        ValueError
+            ``g`` is not 3 finite numbers.
+        """
+        self._open("set_gravity")
+        self._gravity = _vectors("gravity", g, 1)[0]
+
+    def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
+        """Make particles 3D pendula about fixed pivots, eq. (39): ``U = -m g e·Rρ0``.
+
+        The particle's ``inertia`` is taken as the scalar inertia about the pivot; the
+        potential acts on the rotation only (the position stands for the pivot and feels
+        no force), with the spatial moment ``RM = m g (Rρ0) × e``
+        (:class:`~granular.particles.forces.PendulumPotential`, ``docs/physics.md``). The
+        weight ``m g`` uses the particle's mass at :meth:`finalize`. The invariants (41b),
+        (41c) are :func:`~granular.particles.diagnostics.pendulum_invariants`.
+
+        Parameters
+        ----------
+        particles : int or array_like, (K,) int
+            Particle indices, each at most once over all pendulum calls.
+        rho0 : array_like, (3,) or (K, 3) float, optional
+            Body-frame vector pivot → centre of mass ``ρ0`` [L]. Default ``(0, 0, 1)``.
+        g : float or array_like, (K,) float, optional
+            Gravitational acceleration [L/T²], > 0. Default 1.
+        vertical : array_like, (3,) float, optional
+            The unit vector ``e`` of (39) [-] (norm 1 to 1e-12), shared by the ``K``
+            pendula. Default ``(0, 0, 1)``.
+
+        Raises
+        ------
+        ValueError
+            Indices that are not integers or out of range, a particle already attached to
+            a pendulum, a non-finite ``rho0``, ``g`` not > 0, or ``vertical`` not a unit
+            vector.
+        """
+        self._open("add_pendulum")
+        idx = np.atleast_1d(np.asarray(particles))
+        if idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise ValueError(f"particles: expected integer indices, got {particles!r}")
+        if ((idx < 0) | (idx >= self._n)).any():
+            raise ValueError(f"particles: indices must be in [0, {self._n}), got {idx.tolist()}")
+        used = np.concatenate([p[0] for p in self._pendula] + [idx])
+        if len(np.unique(used)) != len(used):
+            raise ValueError("particles: a particle can be attached to at most one pendulum")
+        k = len(idx)
+        r = _vectors("rho0", rho0, k)
+        gg = _scalars("g", g, k)
+        e = _vectors("vertical", vertical, 1)[0]
+        if abs(np.linalg.norm(e) - 1.0) > 1e-12:
+            raise ValueError(f"vertical: must be a unit vector, got {e.tolist()} (norm {np.linalg.norm(e)!r})")
+        self._pendula.append((idx.astype(np.int64), r, gg, e))
+
+    def add_bonds(self, pairs, ka=0.0, ks=0.0, km=0.0, strain_max=np.inf, angle_max=np.inf) -> np.ndarray:
+        """Bond particle pairs with binder stiffnesses (paper 003, Sect. 4); return the bond ids.
+
+        Each bond carries the energies U^m (44)-(50), U^a (51)-(52) and U^s (53)-(55) of
+        :mod:`granular.particles.forces.bonds` (the shear energy in the reading of
+        ``docs/physics.md``). Rest length, rest directions and reference relative rotation
+        are taken from the initial configuration at :meth:`finalize`. A bond breaks for
+        good when ``|r/r0 - 1| > strain_max`` or its relative rotation angle exceeds
+        ``angle_max``.
+
+        Parameters
+        ----------
+        pairs : array_like, (B, 2) int
+            Particle indices of the bond ends; each unordered pair at most once (within
+            a call here, across calls at :meth:`finalize`), no particle bonded to itself.
+        ka : float or array_like, (B,) float, optional
+            Axial stiffness ``K^a`` of ``U^a = ½ K^a (r/r0 - 1)²`` [M L²/T²], >= 0. Default 0.
+        ks : float or array_like, (B,) float, optional
+            Shear stiffness ``K^s`` of U^s [M L²/T²], >= 0. Default 0.
+        km : float or array_like, (B,) float, optional
+            Bending and torsion stiffness ``K^m`` of ``U^m = ½ K^m |θ|²`` [M L²/T²], >= 0.
+            Default 0.
+        strain_max : float or array_like, (B,) float, optional
+            Breakage threshold on ``|r/r0 - 1|`` [-], > 0; ``inf`` (default): never.
+        angle_max : float or array_like, (B,) float, optional
+            Breakage threshold on the relative rotation angle ``|θ|`` [rad], > 0; ``inf``
+            (default): never.
+
+        Returns
+        -------
+        ndarray, (B,) int64
+            Ids of the new bonds, consecutive after those of earlier calls.
+
+        Raises
+        ------
+        ValueError
+            ``pairs`` not integer of shape (B, 2), an index out of range, a particle
+            bonded to itself, a pair repeated within the call, a stiffness not finite and
+            >= 0, or a threshold not > 0; the message names the bond.
+        """
+        self._open("add_bonds")
+        p = np.asarray(pairs)
+        if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
+            raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
+        p = p.astype(np.int64)
+        nb = len(p)
+        first = self._bond_count
+        bad = ((p < 0) | (p >= self._n)).any(axis=1)
+        if bad.any():
+            k = int(np.argmax(bad))
+            end = int(p[k][(p[k] < 0) | (p[k] >= self._n)][0])
+            raise ValueError(f"bonds: bond {first + k} names particle {end}, but particles are 0..{self._n - 1}")
+        same = p[:, 0] == p[:, 1]
+        if same.any():
+            k = int(np.argmax(same))
+            raise ValueError(f"bonds: bond {first + k} joins particle {p[k, 0]} to itself")
+        lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
+        keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
+        _check_duplicate_bonds(keys, first)  # within this call; across calls at finalize()
+        self._bond_keys.append(keys)
+        stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
+        thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
+        for name, t in zip(("strain_max", "angle_max"), thresholds):
+            if (t == 0).any():
+                raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+        self._bonds.append((lo, hi, *stiff, *thresholds))
+        self._bond_count += nb
+        return np.arange(first, first + nb, dtype=np.int64)
+
+    def finalize(self, backend="auto", dtype=np.float64) -> Model:
+        """Check the whole model, move it to ``backend`` and return the :class:`Model`.
+
+        Builds the interaction families in the order gravity, pendulum, bonds, contacts,
+        walls. Each bond is oriented by its reference geometry (end ``a`` has the
+        lexicographically smaller initial position), so its quantities do not depend on
+        the numbering. The builder is left as it is.
+
+        Parameters
+        ----------
+        backend : {"auto", "cpu", "gpu"} or Backend, optional
+            Where the arrays live and the kernels run (:func:`~granular.get_backend`).
+            Default ``"auto"``.
+        dtype : {numpy.float64, numpy.float32}, optional
+            Float dtype of every array of the model and its states. Default float64.
+
+        Returns
+        -------
+        Model
+            The model, on ``backend``.
+
+        Raises
+        ------
+        ValueError
+            No particles; a ``dtype`` other than float64 or float32; an unknown backend
+            name; a bond repeated across :meth:`add_bonds` calls or of zero rest length;
+            overlapping (without ``allow_initial_overlap``) or coincident particles when
+            there are contacts; particles inside or behind a wall; ``set_contacts`` with
+            neither ``kpp`` nor materials; a wall without stiffness; materials on some
+            particles or walls but not all, or with ``kpp`` or ``search="all-pairs"``.
+        BackendError
+            ``backend="gpu"`` on a machine without a usable GPU.
+        """
+        if self._n == 0:
+            raise ValueError("the model has no particles; add some with add_particles()")
+        if np.dtype(dtype) not in (np.float64, np.float32):
+            raise ValueError(f"dtype: must be float64 (default) or float32, got {np.dtype(dtype)}")
+        dtype = np.dtype(dtype)
+        be = resolve_backend(backend)
+        cat = np.concatenate
+        mass = cat(self._mass)
+        replica = first_wall = None
+        if self._replica_counts is not None:
+            replica = np.repeat(np.arange(len(self._replica_counts), dtype=np.int32), self._replica_counts)
+            first_wall = np.concatenate([[0], np.cumsum(self._replica_walls)]).astype(np.int64)
+        forces = []
+        if self._replica_gravity is not None:
+            forces.append(UniformGravity(be, self._replica_gravity, replica))
+        elif self._gravity is not None:
+            forces.append(UniformGravity(be, self._gravity))
+        if self._pendula:
+            idx = cat([p[0] for p in self._pendula])
+            vertical = cat([np.broadcast_to(p[3], (len(p[0]), 3)) for p in self._pendula])
+            mg = mass[idx] * cat([p[2] for p in self._pendula])
+            rho0 = cat([p[1] for p in self._pendula])
+            forces.append(PendulumPotential(be, self._n, idx, rho0, mg, vertical, dtype=dtype))
+        x0, q0 = cat(self._x), cat(self._q)
+        bonds = None
+        if len(self._bond_keys) > 1:
+            _check_duplicate_bonds(cat(self._bond_keys), 0)
+        if self._bonds:
+            cols = [cat([c[i] for c in self._bonds]) for i in range(7)]
+            a, b = cols[0], cols[1]
+            # Orient every bond by its reference geometry (end a has the lexicographically
+            # smaller initial position), not by particle index, so that every bond quantity,
+            # the bending rotation included, is computed the same way whatever the numbering.
+            diff = x0[b] - x0[a]
+            first = np.argmax(diff != 0, axis=1)
+            flip = diff[np.arange(len(a)), first] < 0
+            a, b = np.where(flip, b, a), np.where(flip, a, b)
+            rest = np.linalg.norm(x0[a] - x0[b], axis=1)
+            if (rest == 0).any():
+                k = int(np.argmax(rest == 0))
+                raise ValueError(
+                    f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
+                )
+            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
+            forces.append(bonds)
+        law, kernels, families = self._contact_families(be, dtype, bonds, replica, first_wall)
+        forces += families
+        self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or self._materials_used())
+        model = Model(
+            law=law,
+            kernels=kernels,
+            backend=be,
+            dtype=np.dtype(dtype),
+            mass=mass,
+            inertia=cat(self._inertia),
+            radius=cat(self._radius),
+            forces=forces,
+            initial=(x0, cat(self._v), q0, cat(self._omega)),
+            bonds=bonds,
+        )
+        if replica is not None:
+            model.replica = replica
+            model.replica_count = len(self._replica_counts)
+        return model
+
+

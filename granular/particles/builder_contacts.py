@@ -1,0 +1,381 @@
+"""The contact settings of :class:`granular.particles.builder.ModelBuilder`: materials,
+pairs of materials, the contact law and its options, walls, and what ``finalize``
+builds of them (the law, its kernels, the contact and wall families) with the checks of
+placement (overlaps, particles behind walls).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from kernels import contact_laws
+
+from .forces import ParticleContacts, Walls
+from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law
+from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems
+from .inputs import _nonnegative
+from .placement import overlap_problem, wall_problem
+
+
+class ContactSettings:
+    """Contact methods of :class:`~granular.particles.builder.ModelBuilder` (a mixin: the
+    builder holds the lists they fill)."""
+
+    def add_material(self, name, young=None, poisson=0.3, density=1.0, restitution=1.0, friction=0.0,
+                     rolling_friction=0.0, twisting_friction=0.0, *, stiffness=None, tangential_stiffness=None,
+                     tangential_damping=0.0, surface_energy=0.0, damping=0.0) -> int:  # fmt: skip
+        """Define a material for a contact law with materials; return its index.
+
+        Particles (:meth:`add_particles`) and walls (:meth:`add_wall`) name it. Once any
+        particle has a material, every contact follows the law of :meth:`set_contacts`
+        (default the dissipative law ``"hertz-mindlin"``;
+        :mod:`granular.particles.forces.laws`, ``docs/contacts.md``), and every particle
+        and wall needs a material. Each law needs some of the fields: ``young`` for
+        ``"hertz-mindlin"`` and ``"jkr"``, ``stiffness`` for ``"linear"``; the others have
+        defaults.
+
+        Parameters
+        ----------
+        name : str
+            Non-empty name, not defined before.
+        young : float
+            Young's modulus ``E`` [M/(L T²)], > 0.
+        poisson : float, optional
+            Poisson's ratio ``ν`` [-], in (-1, 0.5]. Default 0.3.
+        density : float, optional
+            Density ``ρ`` [M/L³], > 0: the default mass and inertia of spheres of the
+            material. Default 1.
+        restitution : float, optional
+            Coefficient of restitution ``e`` [-], in [0.01, 1] (1: elastic). Default 1.
+        friction, rolling_friction, twisting_friction : float, optional
+            Sliding, rolling and twisting friction coefficients ``μ``, ``μ_r``, ``μ_t``
+            [-], >= 0. Default 0.
+        stiffness, tangential_stiffness : float, optional
+            The linear law's normal and tangential spring stiffnesses ``k_n``, ``k_t``
+            [M/T²], > 0 (``k_t`` default ``2/7 k_n``).
+        tangential_damping : float, optional
+            The linear law's tangential dashpot as a fraction ``x_γt`` of the normal one,
+            >= 0. Default 0.
+        surface_energy : float, optional
+            JKR's surface energy ``γ`` of one surface [M/T²], >= 0 (the work of adhesion
+            is ``2γ``, the pull-off force ``3πγR*``). Default 0.
+        damping : float, optional
+            JKR's damping coefficient ``d`` [1/(L T)], >= 0: the normal dashpot is
+            ``d m* a``. Default 0.
+
+        Returns
+        -------
+        int
+            Index of the material (0, 1, ... in the order of definition).
+
+        Raises
+        ------
+        ValueError
+            A bad or repeated name, or a value out of range (the message names the
+            material and the field).
+        """
+        self._open("add_material")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"material name: must be a non-empty string, got {name!r}")
+        if name in self._materials:
+            raise ValueError(f"material {name!r}: defined twice")
+        m = Material(young, poisson, density, restitution, friction, rolling_friction, twisting_friction,
+                     stiffness=stiffness, tangential_stiffness=tangential_stiffness,
+                     tangential_damping=tangential_damping, surface_energy=surface_energy, damping=damping)
+        check_material(name, m)
+        self._materials[name] = (len(self._materials), m)
+        return len(self._materials) - 1
+
+    def set_pair(self, a, b, **values) -> None:
+        """Give the pair of materials ``a``, ``b`` its own restitution or friction
+        coefficients in place of the mixing rule's geometric means.
+
+        ``E*`` and ``G*`` still follow from the two materials. A second call for the same
+        pair adds to (or replaces) the values of the first; ``a == b`` sets the values
+        of contacts between two bodies of one material.
+
+        Parameters
+        ----------
+        a, b : str
+            Names of materials defined by :meth:`add_material`.
+        **values : float
+            Any of ``restitution`` (in [0.01, 1]; 1: elastic), ``friction``,
+            ``rolling_friction``, ``twisting_friction`` (>= 0).
+
+        Raises
+        ------
+        ValueError
+            An unknown material or value name, no value, or a value out of range (the
+            message names the pair and the field).
+
+        Examples
+        --------
+        >>> b = ModelBuilder()
+        >>> b.add_material("glass", 7e10, 0.25, 2500.0, restitution=0.9, friction=0.4)
+        0
+        >>> b.add_material("steel", 2e11, 0.3, 7800.0, restitution=0.9, friction=0.2)
+        1
+        >>> b.set_pair("glass", "steel", restitution=0.7, friction=0.15)
+        """
+        self._open("set_pair")
+        for name in (a, b):
+            if name not in self._materials:
+                raise ValueError(f"pair ({a!r}, {b!r}): no material named {name!r}; defined: {sorted(self._materials)}")
+        if not values:
+            raise ValueError(f"pair ({a!r}, {b!r}): give at least one of {', '.join(PAIR_FIELDS)}")
+        problems = pair_problems(values)
+        if problems:
+            field, msg = problems[0]
+            raise ValueError(f"pair ({a!r}, {b!r}): {field}: {msg}")
+        key = tuple(sorted((self._materials[a][0], self._materials[b][0])))
+        self._pairs[key] = {**self._pairs.get(key, {}), **{k: float(v) for k, v in values.items()}}
+
+    def set_contacts(self, kpp=None, bonded_contacts=True, search="cells", skin=None, velocity="predicted",
+                     allow_initial_overlap=False, law=None) -> None:  # fmt: skip
+        """Set the contact between particles (and the law at the walls).
+
+        Paper 003's law (``law="hertz"``, the default with ``kpp``) is
+        ``U^pp = (2/5) K^pp [1 - r/(r_i + r_j)]_+^{5/2}`` (the factor of (56) as
+        ``docs/physics.md`` reads it). With materials (:meth:`add_material`) a law with
+        materials acts instead (then ``kpp`` must be left out): ``"hertz-mindlin"`` (the
+        default), ``"linear"`` or ``"jkr"`` (:mod:`granular.particles.forces.laws`); it acts
+        even without this call, which then only sets the other options. :meth:`finalize`
+        refuses particles that overlap at the start unless ``allow_initial_overlap`` (and
+        coincident ones always: their contact has no direction). A second call replaces
+        every setting of the first.
+
+        Parameters
+        ----------
+        kpp : float, optional
+            Contact stiffness ``K^pp`` [M L²/T²], >= 0; also the default stiffness of the
+            walls. Required without materials.
+        bonded_contacts : bool, optional
+            Whether bonded pairs also interact by contact (default, as in the paper);
+            ``False`` leaves bonded pairs out.
+        search : {"cells", "all-pairs"}, optional
+            ``"cells"`` (default): a neighbour list with the margin ``skin``;
+            ``"all-pairs"``: every pair, no list (not with materials); see
+            :class:`~granular.particles.forces.ParticleContacts`.
+        skin : float, optional
+            Neighbour-list margin [L], finite and >= 0. Default 0.4 × the largest radius.
+        velocity : {"predicted", "half"}, optional
+            The velocity the dissipative law's damping and friction see
+            (``docs/contacts.md``). Default ``"predicted"``.
+        allow_initial_overlap : bool, optional
+            Accept particles that overlap at the start. Default ``False``.
+        law : {"hertz", "hertz-mindlin", "linear", "jkr"}, optional
+            The contact law (default: ``"hertz"`` with ``kpp``, ``"hertz-mindlin"`` with
+            materials).
+
+        Raises
+        ------
+        ValueError
+            ``kpp`` not finite and >= 0, or an unknown ``search``, ``velocity`` or
+            ``law``, or a ``skin`` not finite and >= 0.
+        """
+        self._open("set_contacts")
+        if law is not None and law not in LAWS:
+            raise ValueError(f"law: must be one of {', '.join(LAWS)}, got {law!r}")
+        if velocity not in VELOCITIES:
+            raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
+        self._velocity = velocity
+        self._contacts_set = True
+        self._allow_overlap = bool(allow_initial_overlap)
+        self._kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
+        self._bonded_contacts = bool(bonded_contacts)
+        if search not in ("cells", "all-pairs"):
+            raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
+        if skin is not None and (isinstance(skin, bool) or not isinstance(skin, numbers.Real)
+                                 or not (np.isfinite(skin) and skin >= 0)):  # fmt: skip
+            raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
+        self._contact_search = (search, skin)
+        self._contact_law = law
+
+    def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False) -> int:
+        """Add a planar wall ``n·x = offset``; return its id.
+
+        ``n = normal/|normal|`` points into the allowed side. Without materials the wall
+        acts by the contact law (56)-(57) with the distance of the centre from the plane
+        in place of ``r`` and the particle's radius as the reach (``docs/physics.md``);
+        with materials, by the dissipative law. :meth:`finalize` refuses particles that
+        start inside or behind the wall unless ``allow_initial_overlap``.
+
+        Parameters
+        ----------
+        normal : array_like, (3,) float
+            Normal of the plane [-], finite and non-zero (normalised here).
+        offset : float, optional
+            Offset ``c`` of the plane ``n·x = c`` along the unit normal [L]. Default 0.
+        k : float, optional
+            Stiffness [M L²/T²], >= 0. Default: the contact stiffness ``kpp`` of
+            :meth:`set_contacts` as it is at :meth:`finalize` (an error there if there is
+            none and no materials).
+        material : str, optional
+            The wall's material under the dissipative law (:meth:`add_material`);
+            required with materials, refused without.
+        allow_initial_overlap : bool, optional
+            Accept particles that start inside or behind this wall. Default ``False``.
+
+        Returns
+        -------
+        int
+            Id of the wall (0, 1, ... in the order of the calls).
+
+        Raises
+        ------
+        ValueError
+            ``normal`` not 3 finite numbers or of zero length, ``offset`` not finite,
+            ``k`` not finite and >= 0, or an unknown ``material``; the message names the
+            wall.
+        """
+        self._open("add_wall")
+        wid = len(self._walls)
+        mat = -1
+        if material is not None:
+            if material not in self._materials:
+                raise ValueError(f"wall {wid}: material: no material named {material!r}; defined: "
+                                 f"{sorted(self._materials)}")  # fmt: skip
+            mat = self._materials[material][0]
+        try:
+            nrm = np.asarray(normal, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"wall {wid}: normal must be 3 numbers, got {normal!r}") from None
+        if nrm.shape != (3,) or not np.isfinite(nrm).all():
+            raise ValueError(f"wall {wid}: normal must be 3 finite numbers, got {normal!r}")
+        length = float(np.linalg.norm(nrm))
+        if length == 0.0:
+            raise ValueError(f"wall {wid}: normal has zero length")
+        off = float(offset)
+        if not np.isfinite(off):
+            raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
+        kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
+        self._walls.append((nrm / length, off, kk, mat))
+        self._wall_overlap.append(bool(allow_initial_overlap))
+        return wid
+
+    def _materials_used(self) -> bool:
+        """Whether any particle names a material."""
+        return bool(self._mat) and bool((np.concatenate(self._mat) >= 0).any())
+
+    def _contact_families(self, be, dtype, bonds, replica, first_wall):
+        """The contact law, its kernels and the contact and wall families, checked."""
+        cat = np.concatenate
+        forces = []
+        dissipative = self._law(be, dtype)
+        if self._kpp is None and dissipative is None and self._contacts_set:
+            raise ValueError("set_contacts: give kpp (the Hertz law U^pp), or materials for the dissipative law")
+        ks = []
+        if self._walls:
+            # a wall without k takes its replica's contact stiffness
+            wall_kpp = [self._kpp] * len(self._walls)
+            if self._replica_kpp is not None:
+                wall_kpp = np.repeat(self._replica_kpp, self._replica_walls).tolist()
+            for wid, (_, _, k, _) in enumerate(self._walls):
+                if k is None and self._kpp is None and dissipative is None:
+                    raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
+                ks.append((wall_kpp[wid] or 0.0) if k is None else k)
+        law = dissipative
+        if law is None and (self._kpp is not None or self._walls):
+            law = hertz_law(be, self._n, self._kpp, ks, replica=replica, first_wall=first_wall,
+                            kpp_replicas=self._replica_kpp, dtype=dtype)  # fmt: skip
+        kernels = be.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
+        if self._kpp is not None or dissipative is not None:
+            search, skin = self._contact_search
+            radius_dev = be.asarray(cat(self._radius), dtype=dtype)
+            kpp = self._kpp or 0.0
+            if self._replica_kpp is not None:
+                kpp = float(np.max(self._replica_kpp))
+            forces.append(ParticleContacts(be, self._n, law, kpp, bonds, self._bonded_contacts, search, skin,
+                                           radius_dev, replica=replica, kernels=kernels))  # fmt: skip
+        if self._walls:
+            planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
+            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
+                                replica=replica))  # fmt: skip
+        return law, kernels, forces
+
+    def _check_placement(self, x, radius, contacts) -> None:
+        """Overlapping or coincident particles (with contacts) and particles inside walls,
+        as scene files check them (:mod:`granular.particles.placement`); with replicas,
+        within each replica (replicas may overlap each other)."""
+        if self._replica_counts is None:
+            self._check_system(x, radius, contacts, range(len(self._walls)), "")
+            return
+        lo = w0 = 0
+        for r, (n, nw) in enumerate(zip(self._replica_counts, self._replica_walls)):
+            self._check_system(x[lo:lo + n], radius[lo:lo + n], contacts, range(w0, w0 + nw),
+                               f"replica {self._replica_names[r]}: ", first_wall=w0)  # fmt: skip
+            lo += n
+            w0 += nw
+
+    def _check_system(self, x, radius, contacts, walls, where, first_wall=0) -> None:
+        """The checks of one system (a replica: its particles ``x``, its walls, named from
+        ``first_wall`` on as in its own builder)."""
+        problem = None
+        if contacts:
+            problem = overlap_problem(x, radius, self._allow_overlap,
+                                      "set_contacts(..., allow_initial_overlap=True)")  # fmt: skip
+        for wid in walls:
+            n, c, _, _ = self._walls[wid]
+            local = wid - first_wall
+            if problem is None and not self._wall_overlap[wid]:
+                problem = wall_problem(n, c, x, radius, f"add_wall(..., allow_initial_overlap=True) for wall {local}")
+                if problem is not None:
+                    problem = (problem[0], f"wall {local}: {problem[1]}")
+        if problem is not None:
+            raise ValueError(where + problem[1])
+
+    def _law(self, be, dtype):
+        """The law with materials when any particle has a material (then all must, and
+        every wall), else ``None`` (paper 003's law, or no contacts)."""
+        mat = np.concatenate(self._mat)
+        name = self._contact_law
+        if not (mat >= 0).any():
+            for wid, w in enumerate(self._walls):
+                if w[3] >= 0:
+                    raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
+                                     "materials (the dissipative law), or leave the wall's out")  # fmt: skip
+            if self._pairs or self._replica_pairs:
+                raise ValueError("set_pair: values were given to pairs of materials but no particle has a material")
+            if name is not None and name != "hertz":
+                raise ValueError(f"law: the {name} contact law needs materials (add_material, and a material for "
+                                 "every particle and wall)")  # fmt: skip
+            return None
+        if name == "hertz":
+            raise ValueError("law: paper 003's hertz law takes kpp, not materials; choose a law with materials "
+                             f"({', '.join(MATERIAL_LAWS)}) or leave the particles' materials out")  # fmt: skip
+        name = name or "hertz-mindlin"
+        spec = MATERIAL_LAWS[name]
+        if (mat < 0).any():
+            i = int(np.argmax(mat < 0))
+            raise ValueError(f"particle {i} has no material; with materials every particle needs one (the contact "
+                             "law acts between every pair)")  # fmt: skip
+        for wid, w in enumerate(self._walls):
+            if w[3] < 0:
+                raise ValueError(f"wall {wid}: material: with materials every wall needs one")
+        if self._kpp is not None:
+            raise ValueError(f"kpp: with materials the {name} law replaces U^pp; leave kpp out")
+        names = sorted(self._materials, key=lambda k: self._materials[k][0])
+        mats = [self._materials[k][1] for k in names]
+        for table in [mats] + list(self._replica_materials or []):
+            for k, m in zip(names, table):
+                check_material(k, m, spec.needs)
+        for given in [self._pairs] + list(self._replica_pairs or []):
+            for (a, b), values in given.items():
+                bad = sorted(set(values) - set(spec.pair_fields))
+                if bad:
+                    raise ValueError(f"pair ({names[a]!r}, {names[b]!r}): {bad[0]}: not a value of a pair under the "
+                                     f"{name} law; allowed: {', '.join(spec.pair_fields)}")  # fmt: skip
+        wall_mat = np.asarray([w[3] for w in self._walls], dtype=np.int64)
+        per, per_pairs = self._replica_materials, self._replica_pairs
+        if per is not None or per_pairs is not None:  # replica r's materials are r * M + m (a block of pair rows each)
+            count = len(self._replica_counts)
+            per = per if per is not None else [mats] * count
+            m = len(names)
+            mat = mat + m * np.repeat(np.arange(count), self._replica_counts)
+            wall_mat = wall_mat + m * np.repeat(np.arange(count), self._replica_walls)
+        return material_law(name, be, mats, names, mat, wall_mat, velocity=self._velocity, dtype=dtype,
+                            per_replica=per, pairs=self._pairs, per_replica_pairs=per_pairs)  # fmt: skip
+
+
