@@ -14,7 +14,8 @@ The others say why something cannot start: no such backend (:class:`BackendError
 enough memory or disk (:class:`ResourceError`), an output folder that cannot be used
 (:class:`OutDirError`), a checkpoint that cannot be written or read
 (:class:`CheckpointError`), a random packing that cannot be made (:class:`PackingError`),
-a bad ensemble field (:class:`EnsembleSpecError`).
+a bad ensemble field (:class:`EnsembleSpecError`), and a ``granular run`` that does not
+start (:class:`Refused`, the command's exit status 2).
 
 ``tests/test_errors.py`` checks that no exception class is defined anywhere else.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "NonFiniteError",
     "OutDirError",
     "PackingError",
+    "Refused",
     "ResourceError",
     "SceneError",
     "StepSizeError",
@@ -155,3 +157,8 @@ class PackingError(ValueError):
 
 class EnsembleSpecError(ValueError):
     """A bad ``--vary`` field or distribution, or a bad ensemble argument."""
+
+
+class Refused(Exception):
+    """``granular run`` does not start; the message says why (exit status 2). Raised and
+    caught within the run command (:mod:`granular.run.command`)."""

@@ -19,9 +19,7 @@ PACKAGE = ROOT / "granular"
 NAMED = re.compile(r"\w+(Error|Exception)$")
 
 #: Exception classes still defined outside errors.py, with the reason; none may be added.
-#: ``Refused`` is the run command's own stop signal ("the run does not start", exit status
-#: 2), caught within granular/run/command.py; it belongs in errors.py when that file is next edited.
-KNOWN = {("granular/run/command.py", "Refused")}
+KNOWN = set()
 
 
 def _base_name(node) -> str:

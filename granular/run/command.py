@@ -20,7 +20,7 @@ import sys
 from ..backend import BackendError, get_backend
 from ..bodies.scenes.config import parse_bodies
 from ..bodies.scenes.systems import build_system
-from ..errors import IntegrationError, SceneError
+from ..errors import IntegrationError, Refused, SceneError
 from ..io import CheckpointError, load_checkpoint
 from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
@@ -32,10 +32,6 @@ from .simulation import BodyRun, Simulation
 from .writers import checkpoint_path
 
 __all__ = ["cmd_run", "run_bodies", "run_scene"]
-
-
-class Refused(Exception):
-    """The run does not start; the message says why (exit status 2)."""
 
 
 def _particles(scene, args):
