@@ -38,6 +38,22 @@ time at its speed. Checks, with the thresholds of the report:
   velocity (1 with the half-step one); about 1 for ``e`` (the Tsuji dashpot switches on
   as ``δ^{1/4}``, not smoothly); the damped partial-slip impact's spin error falls
   slower than any power (reported, not checked).
+
+The two other laws with named materials, with LAMMPS's parameters of
+``tests/data/lammps_contacts.json`` (spheres of radius 0.01 and density 2500 on a wall of
+their material):
+
+* **Linear law** (``k_n = 1e5``, ``e = 0.5``; :func:`linear_impact`): the restitution
+  equals ``e`` at 0.1 and 1 m/s and the contact lasts ``π/ω_d``,
+  ``ω_d = sqrt(k_n/m* - (η_n/2m*)²)``, within 1e-4 at :data:`STEPS_PER_CONTACT` steps per
+  contact (the error falls like h² with the predicted velocity; measured 2e-5).
+* **JKR** (``E = 1e8``, ``ν = 0.3``, ``γ = 100``; :func:`jkr_checks`): the least force of
+  an elastic rebound at 0.3 m/s is the pull-off force ``3πγR*`` within 1e-4; a damped
+  sphere (``d = 2e6``) captured at 0.1 m/s comes to rest at the zero-load overlap
+  ``δ_0 = (3π²γ²R*/E*²)^{1/3}`` within 1e-6, with no gravity; an elastic sphere at
+  0.98 ``v_s`` (``v_s = sqrt(2W/m*)``, ``W`` the hysteresis of the JKR cycle) is still in
+  contact after ten contact times, and at 1.02 ``v_s`` it rebounds with
+  ``e = sqrt(1 - v_s²/v²)`` within 1 %.
 """
 
 from __future__ import annotations
@@ -52,7 +68,7 @@ from kernels.contact_laws import hertz_mindlin
 from ..particles.diagnostics import angular_momentum, linear_momentum
 from ..particles.forces.materials import Material, mix
 from ..particles.integrators import ExplicitIntegrator
-from ..particles.model import ModelBuilder
+from ..particles.builder import ModelBuilder
 from ..particles.system import DISSIPATED
 from .report import Check, Report
 
@@ -278,6 +294,91 @@ def cluster(backend="cpu", steps=4000, seed=3, h=2e-7):
             "energy": abs(e1 + diss - e0) / e0, "dissipated_fraction": diss / e0}  # fmt: skip
 
 
+#: The linear law's and JKR's parameters (those of LAMMPS's reference runs): normal and
+#: tangential stiffness, restitution; Young's modulus, Poisson's ratio, surface energy.
+LINEAR = {"stiffness": 1e5, "restitution": 0.5}
+JKR = {"young": 1e8, "poisson": 0.3, "surface_energy": 100.0}
+
+
+def law_on_wall(law, v, h, backend="cpu", **material):
+    """A sphere of the module's radius and density moving at ``v`` into the wall ``z = 0``
+    of its own material, under ``law``; it starts 0.37 of a step's travel from the wall
+    (a contact that begins exactly at a step would be decided by round-off)."""
+    b = ModelBuilder()
+    b.add_material("m", density=RHO, **material)
+    b.add_particles(np.array([[0.0, 0.0, R + 0.37 * h * v]]), v=[0.0, 0.0, -v], radius=R, material="m")
+    b.add_wall([0.0, 0.0, 1.0], 0.0, material="m")
+    b.set_contacts(law=law)
+    return b.finalize(backend)
+
+
+def linear_impact(v, backend="cpu", steps_per_contact=STEPS_PER_CONTACT):
+    """Restitution and contact duration of the linear law's normal impact at ``v`` (from
+    the free flight after it), with their closed forms ``e`` and ``π/ω_d``."""
+    m, kn, e = _mass(), LINEAR["stiffness"], LINEAR["restitution"]
+    le = math.log(e)
+    zeta = -le / math.sqrt(math.pi**2 + le * le)
+    tc = math.pi / (math.sqrt(kn / m) * math.sqrt(1.0 - zeta * zeta))
+    h = tc / steps_per_contact
+    model = law_on_wall("linear", v, h, backend, **LINEAR)
+    s, _ = run_impact(model, h, int(1.3 * steps_per_contact))
+    z, vz = float(model.backend.to_host(s.x)[0, 2]), float(model.backend.to_host(s.v)[0, 2])
+    t_out = int(1.3 * steps_per_contact) * h - (z - R) / vz
+    return {"e": vz / v, "e_theory": e, "t_c": t_out - 0.37 * h, "t_c_theory": tc}
+
+
+def jkr_theory(rstar=R):
+    """Pull-off force ``3πγR*``, break overlap ``δ_c``, zero-load overlap ``δ_0`` and the
+    energy ``W`` an elastic JKR impact loses (``W = G(a_c) - G(a(0))``, ``G`` the
+    antiderivative of ``F dδ/da``) of a sphere on a wall of its material."""
+    estar = JKR["young"] / (2.0 * (1.0 - JKR["poisson"] ** 2))
+    g, pi = JKR["surface_energy"], math.pi
+    a_c = (9 * pi * g * rstar**2 / (4 * estar)) ** (1 / 3)
+    a_0 = (4 * pi * g * rstar**2 / estar) ** (1 / 3)
+
+    def G(a):
+        return (8 * estar * a**5 / (15 * rstar**2) - 8 / (3 * rstar) * math.sqrt(pi * g * estar) * a**3.5
+                + 2 * pi * g * a * a)  # fmt: skip
+
+    return {"F_pulloff": 3 * pi * g * rstar, "delta_c": -((3 * pi**2 * g**2 * rstar / (16 * estar**2)) ** (1 / 3)),
+            "delta_0": (3 * pi**2 * g**2 * rstar / estar**2) ** (1 / 3), "W": G(a_c) - G(a_0)}  # fmt: skip
+
+
+def jkr_checks(backend="cpu"):
+    """JKR against its closed forms (sphere on a wall): the least force of an elastic
+    rebound at 0.3 m/s (step 1e-6, about 1600 per contact, one step at a time), the
+    overlap where a damped sphere comes to rest (step 1e-6, 20 ms), and the capture speed
+    ``v_s`` (step 1e-7: the elastic restitution near ``v_s`` is sensitive to the energy
+    error of the snap-in and the break)."""
+    th = jkr_theory()
+    out = {"theory": th}
+    integ = ExplicitIntegrator("verlet")
+    h = 1e-6
+    model = law_on_wall("jkr", 0.3, h, backend, **JKR)
+    s = model.state()
+    integ.prepare(model, s)
+    least = 0.0
+    for _ in range(2000):
+        integ.advance(model, s, h, 1)
+        least = min(least, float(model.backend.to_host(s.F)[0, 2]))
+    out["least_force"] = least
+    model = law_on_wall("jkr", 0.1, h, backend, damping=2e6, **JKR)
+    s, _ = run_impact(model, h, 20000)
+    out["rest_overlap"] = R - float(model.backend.to_host(s.x)[0, 2])
+    out["rest_speed"] = float(np.abs(model.backend.to_host(s.v)).max())
+    vs = math.sqrt(2.0 * th["W"] / _mass())
+    out["v_s"] = vs
+    h = 1e-7
+    model = law_on_wall("jkr", 0.98 * vs, h, backend, **JKR)
+    s, _ = run_impact(model, h, 20000)  # ten contact times
+    out["stuck_below"] = bool(R - float(model.backend.to_host(s.x)[0, 2]) > th["delta_c"])
+    model = law_on_wall("jkr", 1.02 * vs, h, backend, **JKR)
+    s, _ = run_impact(model, h, 40000)
+    out["e_above"] = float(model.backend.to_host(s.v)[0, 2]) / (1.02 * vs)
+    out["e_above_theory"] = math.sqrt(1.0 - 1.0 / 1.02**2)
+    return out
+
+
 #: Oblique impacts whose rebound spin's order is measured: ``(e, v_t / v_n)``: elastic
 #: in the partial-slip regime (Maw, Barber and Fawcett), damped and sticking, and damped
 #: in the partial-slip regime (reported: its error does not fall like a power of h).
@@ -371,6 +472,22 @@ def run(quick=False, backend="cpu") -> Report:
     checks.append(Check("closed cluster: angular momentum change (relative)", c["L"], high=1e-12))
     checks.append(Check("closed cluster: |total + dissipated - E0| / E0", c["energy"], high=2e-4))
     checks.append(Check("closed cluster: dissipated fraction (contacts happened)", c["dissipated_fraction"], low=1e-3))
+
+    lin = {f"{v:g}": linear_impact(v, backend) for v in (0.1, 1.0)}
+    data["linear"] = lin
+    checks.append(Check("linear law: max |e_measured / e - 1| at 0.1 and 1 m/s",
+                        max(abs(r["e"] / r["e_theory"] - 1) for r in lin.values()), high=1e-4))  # fmt: skip
+    checks.append(Check("linear law: max |contact time / (pi / omega_d) - 1|",
+                        max(abs(r["t_c"] / r["t_c_theory"] - 1) for r in lin.values()), high=1e-4))  # fmt: skip
+    data["jkr"] = j = jkr_checks(backend)
+    checks.append(Check("JKR: least force of an elastic rebound / (-3 pi gamma R*) - 1",
+                        abs(-j["least_force"] / j["theory"]["F_pulloff"] - 1), high=1e-4))  # fmt: skip
+    checks.append(Check("JKR: damped sphere's rest overlap / delta_0 - 1",
+                        abs(j["rest_overlap"] / j["theory"]["delta_0"] - 1), high=1e-6))  # fmt: skip
+    checks.append(Check("JKR: stuck at 0.98 v_s (1: still in contact after ten contact times)",
+                        float(j["stuck_below"]), low=1.0))  # fmt: skip
+    checks.append(Check("JKR: e at 1.02 v_s / sqrt(1 - v_s^2 / v^2) - 1", abs(j["e_above"] / j["e_above_theory"] - 1),
+                        high=0.01))  # fmt: skip
 
     if not quick:
         data["order_predicted"] = op = orders("predicted", backend)

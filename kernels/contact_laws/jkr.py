@@ -20,9 +20,10 @@ energy is then conserved up to the time step's error.
 Tangential: Mindlin's spring ``k_t = 8 G* a`` with the JKR ``a`` and a dashpot
 ``η_t = η``, limited to ``μ |F_ne + 2 F_po|`` (LAMMPS, after Thornton); force and spring
 scaled together on sliding, and the spring rescaled by ``sqrt(k_t,old / k_t)`` when the
-contact radius changes, so that its energy changes only by the work done on it (as in
-:mod:`kernels.contact_laws.linear`). Geometry as LAMMPS: the contact point moves with
-the full radii; arms ``r - δ/2`` between particles, ``r`` at a wall.
+contact radius changes, so that its energy changes only by the work done on it; the
+friction's dissipation booked as in :mod:`kernels.contact_laws.linear`. Geometry as
+LAMMPS: the contact point moves with the full radii; arms ``r - δ/2`` between particles,
+``r`` at a wall.
 
 History per contact: ``ξ`` (3) and the contact radius at the last step (non-zero while in
 contact).
@@ -37,6 +38,7 @@ HISTORY = 4
 VELOCITIES = True
 MOMENTS = True
 DISSIPATES = True
+ODD = False
 #: Columns per pair of materials: E* [pressure], G* [pressure], γ [energy/area],
 #: d [1/(L T)], μ [-].
 PARAMS = ("estar", "gstar", "gamma", "damp", "mu")
@@ -126,6 +128,7 @@ def scalars(jit):
         et2 = ev2 - en * n2 - (g3 * n1 - g1 * n3)
         et3 = ev3 - en * n3 - (g1 * n2 - g2 * n1)
         kt = T(8.0) * gstar * a
+        r1, r2, r3 = s1, s2, s3  # the spring before the step's stretch
         if h > z:  # turned into the tangent plane, energy kept through the change of k_t, stretched
             ss = s1 * s1 + s2 * s2 + s3 * s3
             sn = s1 * n1 + s2 * n2 + s3 * n3
@@ -134,9 +137,12 @@ def scalars(jit):
             p3 = s3 - sn * n3
             pp = p1 * p1 + p2 * p2 + p3 * p3
             c = math.sqrt(ss / pp * a_old / a) if pp > z else z
-            s1 = c * p1 + h * et1
-            s2 = c * p2 + h * et2
-            s3 = c * p3 + h * et3
+            r1 = c * p1
+            r2 = c * p2
+            r3 = c * p3
+            s1 = r1 + h * et1
+            s2 = r2 + h * et2
+            s3 = r3 + h * et3
         ft1 = -kt * s1 - eta * vt1
         ft2 = -kt * s2 - eta * vt2
         ft3 = -kt * s3 - eta * vt3
@@ -146,15 +152,16 @@ def scalars(jit):
         if ff > limit * limit:  # sliding: force and spring scaled onto the Coulomb limit
             c = limit / math.sqrt(ff)
         u_trial = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
+        d_friction = z
+        if h > z:  # the dashpot's work and the slider's (as kernels.contact_laws.linear)
+            slide = T(0.5) * kt * (T(1.0) - c) * (r1 * s1 + r2 * s2 + r3 * s3 + c * (s1 * s1 + s2 * s2 + s3 * s3))
+            d_friction = c * h * eta * (vt1 * vt1 + vt2 * vt2 + vt3 * vt3) + max(z, slide)
         ft1 = c * ft1
         ft2 = c * ft2
         ft3 = c * ft3
         s1 = c * s1
         s2 = c * s2
         s3 = c * s3
-        d_friction = z
-        if h > z:
-            d_friction = c * h * eta * (vt1 * vt1 + vt2 * vt2 + vt3 * vt3) + (T(1.0) - c * c) * u_trial
         u = jkr_energy(T, a, rstar, estar, gamma) - g_c + c * c * u_trial
         q1 = n2 * ft3 - n3 * ft2
         q2 = n3 * ft1 - n1 * ft3

@@ -17,6 +17,14 @@ so the energy dissipated by friction never decreases. (LAMMPS resets the spring 
 ``ξ = -(F_t + η_t v_t)/k_t`` instead, which adds ``η_t²|v_t|²/2k_t`` to the spring when
 ``η_t > 0``; with ``x_γt = 0`` the two agree.)
 
+Dissipated by friction in a step: the dashpot's ``c h η_t |v_t|²`` and the slider's, the
+work of the spring's force over the stretch ``q = h v_t`` (trapezoidal, from ``k_t ξ_0``
+before it to ``c k_t ξ`` after, ``ξ = ξ_0 + q`` the trial spring) less the change of the
+spring's energy: ``k_t (1 - c)(ξ_0·ξ + c |ξ|²)/2``, 0 while the contact sticks
+(``c = 1``) or has no friction (``c = 0``), and exact for a slider whose limit changes
+linearly over a step. It is negative only where the stretch reverses a spring already
+above a limit that fell since the last step; it is booked as 0 there.
+
 Geometry as LAMMPS ``pair granular``: the contact point's velocity uses the full radii,
 ``v_t - (r_a ω_a + r_b ω_b) × n``; the tangential force acts with the arms
 ``r_a - δ/2``, ``r_b - δ/2`` between particles (they add up to the centre distance, so
@@ -35,6 +43,7 @@ HISTORY = 4
 VELOCITIES = True
 MOMENTS = True
 DISSIPATES = True
+ODD = False
 #: Columns per pair of materials: normal stiffness k_n [M/T²], β(e) [-], tangential
 #: stiffness k_t [M/T²], tangential damping ratio x_γt [-], friction μ [-].
 PARAMS = ("kn", "beta", "kt", "xgt", "mu")
@@ -72,6 +81,7 @@ def linear_contact(T, geometry, velocities, drift, params, hist, h):
     et1 = ev1 - en * n1 - (g2 * n3 - g3 * n2)
     et2 = ev2 - en * n2 - (g3 * n1 - g1 * n3)
     et3 = ev3 - en * n3 - (g1 * n2 - g2 * n1)
+    r1, r2, r3 = s1, s2, s3  # the spring before the step's stretch
     if h > T(0.0):  # the spring turned into the tangent plane, its length kept, then stretched
         ss = s1 * s1 + s2 * s2 + s3 * s3
         sn = s1 * n1 + s2 * n2 + s3 * n3
@@ -80,9 +90,12 @@ def linear_contact(T, geometry, velocities, drift, params, hist, h):
         p3 = s3 - sn * n3
         pp = p1 * p1 + p2 * p2 + p3 * p3
         c = math.sqrt(ss / pp) if pp > T(0.0) else T(0.0)
-        s1 = c * p1 + h * et1
-        s2 = c * p2 + h * et2
-        s3 = c * p3 + h * et3
+        r1 = c * p1
+        r2 = c * p2
+        r3 = c * p3
+        s1 = r1 + h * et1
+        s2 = r2 + h * et2
+        s3 = r3 + h * et3
     etat = xgt * eta
     ft1 = -kt * s1 - etat * vt1
     ft2 = -kt * s2 - etat * vt2
@@ -93,15 +106,16 @@ def linear_contact(T, geometry, velocities, drift, params, hist, h):
     if ff > limit * limit:  # sliding: force and spring scaled onto the Coulomb limit
         c = limit / math.sqrt(ff)
     u_trial = T(0.5) * kt * (s1 * s1 + s2 * s2 + s3 * s3)
+    d_friction = T(0.0)
+    if h > T(0.0):  # the dashpot's work and the slider's (module docstring)
+        slide = T(0.5) * kt * (T(1.0) - c) * (r1 * s1 + r2 * s2 + r3 * s3 + c * (s1 * s1 + s2 * s2 + s3 * s3))
+        d_friction = c * h * etat * (vt1 * vt1 + vt2 * vt2 + vt3 * vt3) + max(T(0.0), slide)
     ft1 = c * ft1
     ft2 = c * ft2
     ft3 = c * ft3
     s1 = c * s1
     s2 = c * s2
     s3 = c * s3
-    d_friction = T(0.0)
-    if h > T(0.0):
-        d_friction = c * h * etat * (vt1 * vt1 + vt2 * vt2 + vt3 * vt3) + (T(1.0) - c * c) * u_trial
     u = T(0.5) * kn * delta * delta + c * c * u_trial
     # the tangential force at the contact point: moments -l n × F_t
     q1 = n2 * ft3 - n3 * ft2

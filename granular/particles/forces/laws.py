@@ -180,12 +180,24 @@ def mix_jkr(a, b, given=None):
 class MaterialLaw:
     """A law with named materials: its kernel module, the fields every material must
     give, the values a pair of materials may be given in place of the mixing rule, and
-    the rule ``mix(a, b, given) -> row``."""
+    the rule ``mix(a, b, given) -> row``; for a law whose contacts last beyond touching,
+    ``reach(table, r_max)``, how far (at most, over the rows of the pair table, for radii
+    up to ``r_max``)."""
 
     kernel: object
     needs: tuple
     pair_fields: tuple
     mix: object
+    reach: object = None
+
+
+def reach_jkr(table, r_max):
+    """JKR's pull-off separation ``|δ_c| = (3π²γ²R*/16E*²)^{1/3}`` at ``R* = r_max`` (a
+    wall's ``R*`` is the radius, a pair's at most half of it), the most over the table."""
+    estar, gamma = table[:, 0], table[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(estar > 0, (3.0 * math.pi**2 * gamma**2 * r_max / (16.0 * estar**2)) ** (1.0 / 3.0), 0.0)
+    return d.max()
 
 
 #: The laws with named materials, by name.
@@ -194,7 +206,7 @@ MATERIAL_LAWS = {
         hertz_mindlin, ("young",), ("restitution", "friction", "rolling_friction", "twisting_friction"), mix
     ),
     "linear": MaterialLaw(linear, ("stiffness",), ("restitution", "friction"), mix_linear),
-    "jkr": MaterialLaw(jkr, ("young",), ("surface_energy", "friction"), mix_jkr),
+    "jkr": MaterialLaw(jkr, ("young",), ("surface_energy", "friction"), mix_jkr, reach_jkr),
 }
 
 #: Every law by name (paper 003's ``"hertz"`` has implicit materials: :func:`hertz_law`).
@@ -227,13 +239,10 @@ def material_law(name, backend, materials, names, mat, wall_mat, velocity="predi
 
 def reach(law, r_max: float) -> float:
     """How far beyond touching a contact of ``law`` lasts, at most, between particles of
-    radius up to ``r_max`` (JKR: the pull-off separation; 0 for the others): the
-    neighbour list's skin must be at least this, so that a lasting contact stays listed
-    through a rebuild."""
-    if law is None or law.kernel is not jkr or not len(law.pair_host):
+    radius up to ``r_max`` (the law's own ``reach`` rule; 0 for laws whose contacts end
+    at touching): the neighbour list's skin must be at least this, so that a lasting
+    contact stays listed through a rebuild."""
+    spec = next((m for m in MATERIAL_LAWS.values() if law is not None and m.kernel is law.kernel), None)
+    if spec is None or spec.reach is None or not len(law.pair_host):
         return 0.0
-    estar, gamma = law.pair_host[:, 0], law.pair_host[:, 2]
-    rstar = r_max  # a wall's R* is the radius; a pair's at most half of it
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(estar > 0, (3.0 * math.pi**2 * gamma**2 * rstar / (16.0 * estar**2)) ** (1.0 / 3.0), 0.0)
-    return float(d.max())
+    return float(spec.reach(law.pair_host, r_max))
