@@ -52,6 +52,7 @@ def build(jit, law):
     D = H + 10  # the first dissipated energy's
     MOMENTS = law.MOMENTS
     DISSIPATES = law.DISSIPATES
+    ODD = law.ODD
     CONTACTS_LIST = laws.CONTACTS_LIST
     CONTACTS_ALL_PAIRS = laws.CONTACTS_ALL_PAIRS
 
@@ -78,7 +79,12 @@ def build(jit, law):
     def first(i, j, x):
         """Whether ``i`` comes first in the pair's canonical order: the lexicographic
         order of the positions (then the indices, for coincident or non-finite ones), so
-        that a pair is evaluated the same way whatever the particles' numbering."""
+        that a pair is evaluated the same way whatever the particles' numbering. For a
+        law whose pair term is exactly odd in ``d`` (``ODD``: no moments, no history, the
+        force ``c(|d|²) d``), each end evaluates from its own side (``d = x_i - x_j``): the
+        terms are the same bits negated, with no comparisons."""
+        if ODD:
+            return True
         for c in range(3):
             if x[i, c] < x[j, c]:
                 return True

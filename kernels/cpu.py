@@ -59,9 +59,9 @@ PREFETCH_AHEAD = 4
 
 #: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
 PER_BOND_PASS = True
-#: Dissipative contacts are evaluated once per pair (by the lower index) into slots for
-#: both ends, then gathered per particle (:func:`kernels.interactions.build`,
-#: ``granular_pair_body``): half the law evaluations of each end evaluating its own.
+#: Contacts of a law with history are evaluated once per pair (by the lower index) into
+#: slots for both ends, then gathered per particle (:func:`kernels.contacts.build`,
+#: ``pair_pass`` and ``gather``): half the law evaluations of each end evaluating its own.
 PER_CONTACT_PASS = True
 
 name = "cpu"

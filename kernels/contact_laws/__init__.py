@@ -23,6 +23,10 @@ A law module defines
 ``DISSIPATES``
     whether it books dissipated energy, by kind: normal, friction, rolling, twisting
     (:data:`kernels.laws.DISSIPATION` columns);
+``ODD``
+    whether its pair term is exactly odd in the separation (the force ``c(|d|²) d``, no
+    moments, no history): then each end evaluates the pair from its own side, with no
+    canonical order to find (Hertz); otherwise the canonical orientation below;
 ``PARAMS``
     the names of its columns in the table of material-pair parameters;
 ``build(jit)``

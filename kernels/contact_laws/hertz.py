@@ -17,6 +17,9 @@ HISTORY = 0
 VELOCITIES = False
 MOMENTS = False
 DISSIPATES = False
+#: The pair term is exactly odd in the separation (force ``c(|d|²) d``, no moments, no
+#: history): either end may evaluate it from its own side (kernels.contacts.first).
+ODD = True
 PARAMS = ("k",)
 
 

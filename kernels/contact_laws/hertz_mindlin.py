@@ -20,6 +20,7 @@ HISTORY = 8
 VELOCITIES = True
 MOMENTS = True
 DISSIPATES = True
+ODD = False
 PARAMS = ("estar", "gstar", "alpha", "mu", "mu_roll", "mu_twist", "damp_n", "damp_t")
 
 #: Columns of a material pair's parameters in the pair table.
