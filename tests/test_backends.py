@@ -12,6 +12,7 @@ import granular as gr
 from granular import rotations as rot
 from granular.backend import gpu_probe
 from granular.validation import pendulum as study
+from patience import PATIENCE
 
 
 def batch_of_pendula(backend, rng, k=6):
@@ -109,7 +110,7 @@ def test_gpu_without_gpu_is_a_clear_error():
         pytest.skip("a GPU is present")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     code = "import granular as gr\ntry:\n gr.get_backend('gpu')\nexcept gr.BackendError as e:\n print('ERR', e)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=PATIENCE)
     assert "ERR backend 'gpu' was requested but no CUDA GPU is usable" in out.stdout, out.stderr
     assert "backend 'cpu'" in out.stdout
 
@@ -124,7 +125,7 @@ def _compiles_in_subprocess(prelude=""):
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     code = prelude + "\nfrom granular.backend import numba_cuda_compiles\nok, why = numba_cuda_compiles()\nprint(ok)\nprint(why)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=PATIENCE)
     assert out.returncode == 0, out.stderr
     ok, why = out.stdout.strip().split("\n", 1)
     return ok == "True", why

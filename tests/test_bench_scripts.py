@@ -13,6 +13,7 @@ import pytest
 from granular.benchmark import CUDA_ATTR_BUS_WIDTH, CUDA_ATTR_MEMORY_CLOCK, nominal_bandwidth, paired_cost
 from granular.particles.shapes import block_impact_builder
 from granular.timing import machine, time_blocks, time_steps
+from patience import PATIENCE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BODY_ARGS = ["--backend", "cpu", "--sizes", "4", "--block", "2", "--min-time", "0.01", "--impl", "old,new"]
@@ -32,7 +33,7 @@ def test_a_benchmark_script_runs_and_writes_its_rows(script, tmp_path):
     out = tmp_path / "rows.json"
     env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), *SCRIPTS[script], "--json", str(out)],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)  # fmt: skip
+                       capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT, env=env)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["results"], r.stdout

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from patience import PATIENCE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -17,7 +18,7 @@ def test_every_body_kernel_compiles_to_ptx():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     proc = subprocess.run([sys.executable, os.path.join(HERE, "ptx_compile_bodies.py")], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=1200)  # fmt: skip
+                          capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     if proc.returncode == 3:
         pytest.skip(proc.stdout.strip())
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -19,6 +19,7 @@ import pytest
 from granular import cli
 from granular.io import load_checkpoint, read_series
 from granular.run.scene import SceneError, load_scene, parse_scene
+from patience import PATIENCE
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 SCENE_DIR = os.path.join(ROOT, "scenes")
@@ -66,7 +67,7 @@ def runs(tmp_path_factory):
             active.append((name, out, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                                        env=env, cwd=base)))  # fmt: skip
         name, out, proc = active.pop(0)
-        stdout, stderr = proc.communicate(timeout=300)
+        stdout, stderr = proc.communicate(timeout=PATIENCE)
         done[name] = (proc.returncode, stdout, stderr, out)
     return done
 
@@ -406,7 +407,7 @@ def _write(tmp_path, data, name="s.toml"):
 def test_cli_bad_bodies_scene_exits_2_without_traceback(tmp_path):
     path = _write(tmp_path, bodies(intertia=[1.0, 2.0, 2.0]))
     out = subprocess.run([sys.executable, "-m", "granular", "run", path, "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "bodies.intertia: unknown key" in out.stderr

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ import pytest
 import granular.ensemble as ens
 from granular import resources
 from granular.ensemble import driver
+from patience import PATIENCE, wait_until
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TOP = os.path.join(ROOT, "scenes", "livens_heavy_top.toml")
@@ -100,12 +100,12 @@ def test_interrupted_ensemble_keeps_its_chunks_and_resumes(tmp_path):
             "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "granular", "ensemble", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    t0 = time.time()
-    while not (out / "chunks").is_dir() or not any(n.endswith(".npz") for n in os.listdir(out / "chunks")):
-        assert proc.poll() is None and time.time() - t0 < 300
-        time.sleep(0.05)
+    def a_chunk_written():
+        return (out / "chunks").is_dir() and any(n.endswith(".npz") for n in os.listdir(out / "chunks"))
+
+    assert wait_until(a_chunk_written, proc), "the ensemble ended (or hung) before writing a chunk"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=300)
+    _, err = proc.communicate(timeout=PATIENCE)
     if proc.returncode == 0:
         pytest.skip("the ensemble finished before the signal arrived")
     assert proc.returncode == 130 and "Traceback" not in err
@@ -116,10 +116,10 @@ def test_interrupted_ensemble_keeps_its_chunks_and_resumes(tmp_path):
     assert not [n for n in kept if n.endswith(".tmp")]
     # another seed is not this ensemble
     r = subprocess.run([sys.executable, "-m", "granular", "ensemble", *args[:-3], "8", "--out", str(out), "--resume"],
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+                       capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert r.returncode == 2 and "seed: 7 in the interrupted ensemble, 8 in this command" in r.stderr
     r = subprocess.run([sys.executable, "-m", "granular", "ensemble", *args, "--resume", "--quiet"],
-                       capture_output=True, text=True, timeout=600)  # fmt: skip
+                       capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert r.returncode == 0, r.stderr
     ref = ens.run_ensemble(TOP, 40, ["omega[2]=normal(77.8,0.1)"], seed=7, chunk_size=4, steps=150)
     got = table(out / "summaries.npz")

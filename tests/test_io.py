@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from granular.io import CheckpointError, SeriesWriter, load_checkpoint, plot_series, read_series, save_checkpoint
+from patience import PATIENCE
 
 
 def _temp_files(directory):
@@ -128,7 +129,7 @@ def test_killed_writer_leaves_complete_lines(tmp_path):
             assert proc.stdout.readline().strip() == "ready"
         finally:
             proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
+            proc.wait(timeout=PATIENCE)
     raw = Path(path).read_bytes()
     assert raw.endswith(b"\n")
     data = read_series(path)

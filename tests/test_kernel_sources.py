@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patience import PATIENCE
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 LAW_MODULES = ("laws.py", "particles.py", "interactions.py", "bonds.py", "contacts.py", "grid.py") + tuple(
@@ -55,7 +56,7 @@ def _compile_ptx():
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     return subprocess.run([sys.executable, str(Path(__file__).with_name("ptx_compile.py"))], env=env,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+                          capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
 
 
 def test_every_cuda_kernel_compiles_to_ptx_and_float32_is_single_precision():

@@ -14,6 +14,7 @@ from test_stability import TORUS, scene_with
 from granular import cli, resources
 from granular.io import load_checkpoint
 from granular.run.folder import scene_differences
+from patience import PATIENCE
 
 
 def run(*args):
@@ -108,7 +109,7 @@ def test_full_disk_is_refused_before_computing(tmp_path, monkeypatch, capsys):
 def test_subprocess_unwritable_out_exit_2_no_traceback(tmp_path):
     (tmp_path / "file").write_text("x")
     r = subprocess.run([sys.executable, "-m", "granular", "run", TORUS, "--out", str(tmp_path / "file" / "o"),
-                        "--steps", "2"], capture_output=True, text=True, timeout=300)  # fmt: skip
+                        "--steps", "2"], capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr and "is a file, not a directory" in r.stderr
 
 

@@ -13,6 +13,7 @@ from test_stability import TORUS
 
 from granular import cli
 from granular.run.progress import LONG_RUN_STEPS, Progress, format_duration
+from patience import PATIENCE
 
 
 def test_quiet_log_json_prints_events_and_the_final_checkpoint(tmp_path, capsys):
@@ -58,7 +59,7 @@ def test_progress_line_shows_days(monkeypatch):
 def test_a_run_of_1e15_steps_is_refused_without_a_word_of_consent(tmp_path):
     out = tmp_path / "o"
     r = subprocess.run([sys.executable, "-m", "granular", "run", TORUS, "--out", str(out), "--time", "5e11"],
-                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+                       capture_output=True, text=True, timeout=PATIENCE, stdin=subprocess.DEVNULL)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "the run asks for 1e+15 steps (t = 5e+11 at dt = 0.0005)" in r.stderr
     assert "317 years" in r.stderr and "--allow-long-run" in r.stderr

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from granular.run.scene import SceneError, build_model, load_scene, parse_scene
+from patience import PATIENCE
 
 SCENES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "scenes", "*.toml")))
 
@@ -125,7 +126,7 @@ def test_cli_prints_no_traceback_for_a_bad_scene(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[run]\ndt = -1\nduration = 1\n[[particles]]\nkind = "explicit"\nx = [[0, 0, 0]]\nmas = 1\n')
     out = subprocess.run([sys.executable, "-m", "granular", "run", str(bad), "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "run.dt: Input should be greater than 0 (got -1)" in out.stderr
@@ -185,5 +186,5 @@ def test_tori_keep_spin_and_breakage():
 def test_cli_rejects_bad_lengths(tmp_path):
     for bad in (["--time", "inf"], ["--time", "nan"], ["--steps", "0"]):
         r = subprocess.run([sys.executable, "-m", "granular", "run", "scenes/torus_impact.toml", "--out",
-                            str(tmp_path / "o"), *bad], capture_output=True, text=True, timeout=300)  # fmt: skip
+                            str(tmp_path / "o"), *bad], capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
         assert r.returncode == 2 and "Traceback" not in r.stderr and "must be" in r.stderr, bad
