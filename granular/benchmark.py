@@ -426,13 +426,15 @@ def _ints(text):
 
 def build_parser(p=None):
     p = p or argparse.ArgumentParser(prog="granular bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"))
+    p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"),
+                   help="where to measure (default all: the CPU, and the GPU when there is one)")
     p.add_argument("--workload", default="block,spheres,torus",
                    help="comma list of block, block-friction, spheres, torus, pile")  # fmt: skip
     p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
     p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
     p.add_argument("--pile", default="10000", help="grain counts of the pile workload")
-    p.add_argument("--precision", default="float64", help="comma list of float64, float32")
+    p.add_argument("--precision", default="float64",
+                   help="comma list of float64, float32: each workload is measured in each (default float64)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
     p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")

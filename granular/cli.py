@@ -20,10 +20,12 @@ import os
 import platform
 import sys
 
+from ._version import __version__
 from .backend import BackendError, cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 from .benchmark import build_parser as bench_parser
 from .benchmark import run_bench
 from .ensemble import main as ensemble_main
+from .ensemble.command import build_parser as ensemble_parser
 from .errors import IntegrationError
 from .provenance import versions
 from .run.command import cmd_run
@@ -111,8 +113,15 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+#: Sub-commands that parse their own arguments: ``name: (main, build_parser)``. :func:`main`
+#: hands them everything after the name; :func:`build_parser` lists them for ``granular -h``.
+OWN_COMMANDS = {"ensemble": (ensemble_main, ensemble_parser)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="granular", description="Particle and rigid-body dynamics with rotations.")
+    p.add_argument("--version", action="version", version=f"granular {__version__}",
+                   help="print the version of granular and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="versions, backends, GPU found or not")
@@ -164,9 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "ensemble":  # its own parser, options included (-h, --vary, ...)
-
-        return ensemble_main(argv[1:])
+    if argv and argv[0] in OWN_COMMANDS:  # its own parser, options included (-h, --vary, ...)
+        return OWN_COMMANDS[argv[0]][0](argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -35,12 +35,13 @@ from .spec import (
 )
 from .store import open_store
 
-__all__ = ["main", "run_subsample", "subsample_indices"]
+__all__ = ["build_parser", "main", "run_subsample", "subsample_indices"]
 
 # ----------------------------------------------------------------- command line
 
 
-def _parser():
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``granular ensemble`` (its own: ``granular.cli`` hands it the arguments)."""
     p = argparse.ArgumentParser(prog="granular ensemble", description="Run an ensemble of a scene with sampled "
                                 "initial conditions and parameters: bodies of a [bodies] scene, or replicas of a "
                                 "particle scene (each a whole impact) run together in one system.")  # fmt: skip
@@ -54,7 +55,9 @@ def _parser():
         help=f"sampled field, e.g. omega_body[0]=normal(0.01,0.001) (bodies) or "
         f"particles[0].velocity[0]=uniform(-2,-0.5) (particle scenes); DIST: {_FORMS}",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the sampling (default 0): a member's values depend only on it, its index and "
+                        "the order of the --vary fields")  # fmt: skip
     p.add_argument("--chunk", type=int, default=None,
                    help="bodies (default 10000) or replicas (default 1000) per batched system (task)")
     g = p.add_mutually_exclusive_group()
@@ -66,8 +69,9 @@ def _parser():
                    help="where the chunks run (default: the scene's [run] backend; auto: a GPU if usable)")
     p.add_argument("--out", help="output directory (default out/<scene>_ensemble)")
     s = p.add_mutually_exclusive_group()
-    s.add_argument("--steps", type=int)
-    s.add_argument("--time", type=float)
+    s.add_argument("--steps", type=int, metavar="N", help="steps of each member (default: the scene's [run])")
+    s.add_argument("--time", type=float, metavar="T",
+                   help="time each member runs, in steps of the scene's run.dt (default: the scene's [run])")
     p.add_argument("--hist", action="append", default=None, metavar="COLUMN", help="histogram column (repeatable)")
     p.add_argument("--trajectories", type=int, default=0, metavar="K",
                    help="also run K members spread over the ensemble with full output (frames, series) in "
@@ -75,7 +79,7 @@ def _parser():
     p.add_argument("--overwrite", action="store_true", help="replace an earlier ensemble in --out")
     p.add_argument("--resume", action="store_true",
                    help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress lines or closing summary")
     p.add_argument("--log-json", action="store_true",
                    help="JSON-lines events on stdout (start, progress, end), for scripts (also with --quiet)")
     return p
@@ -142,7 +146,7 @@ def main(argv=None) -> int:
     ``granular ensemble SCENE --n N --vary FIELD=DIST ... --seed S [--chunk C]
     [--dask | --scheduler ADDR] [--out DIR] [--steps N | --time T]``."""
 
-    p = _parser()
+    p = build_parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:
