@@ -9,12 +9,14 @@ system (:class:`~granular.particles.system.ParticleSystem` or a body adapter of
 :mod:`granular.bodies.scenes.systems`) runs in a :class:`~granular.run.runner.Runner`
 with the run folder's writers (:mod:`granular.run.writers`): status 0 when it finished,
 1 when a step or a health check failed (the last good state is the checkpoint), 130 when
-a signal stopped it (after writing a checkpoint).
+a signal stopped it (after writing a checkpoint; the last line says at which step and
+gives the command that continues it, :func:`resume_command`).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 from ..backend import BackendError, get_backend
@@ -31,7 +33,7 @@ from .scene import build_model, load_scene
 from .simulation import BodyRun, Simulation
 from .writers import checkpoint_path
 
-__all__ = ["cmd_run", "run_bodies", "run_scene"]
+__all__ = ["cmd_run", "resume_command", "run_bodies", "run_scene"]
 
 
 def _particles(scene, args):
@@ -172,7 +174,9 @@ def _run(scene, args) -> int:
         except IntegrationError as exc:
             _failed(exc, body_run.info or {}, out, checked=False)
             return 1
-        if not quiet and not log_json:
+        if info["interrupted"] and not quiet and not log_json:
+            _interrupted(scene, args, info, out, total)
+        elif not quiet and not log_json:
             rate = info["steps_per_s"]
             speed = "" if rate is None else f" ({rate:,.0f} steps/s, {info['body_steps_per_s']:,.0f} body-steps/s)"
             print(f"granular run: {scene.name}: {system.label}, {system.n} bodies, {info['steps']} steps to "
@@ -197,11 +201,43 @@ def _run(scene, args) -> int:
     except IntegrationError as exc:
         _failed(exc, sim.info or {}, out)
         return 1
-    if not quiet and not log_json:
+    if info["interrupted"] and not quiet and not log_json:
+        _interrupted(scene, args, info, out, total)
+    elif not quiet and not log_json:
         rate = info["steps_per_s"]
         print(f"granular run: {scene.name}: {info['steps']} steps to t = {info['time']:.6g} on {info['backend']}"
               f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}; output in {out}/ (open frames.pvd in ParaView)")  # fmt: skip
     return 130 if info["interrupted"] else 0
+
+
+def resume_command(args, out) -> str:
+    """The ``granular run`` command line that continues the run of the options ``args``
+    writing into ``out`` from its checkpoint: the scene, ``--resume`` with the checkpoint
+    (the run folder is the checkpoint's), and the options that decide what the run is and
+    where it ends (``--backend``, ``--precision``, ``--steps`` or ``--time``, the
+    ``--allow-*`` and ``--eager`` switches), quoted for a POSIX shell."""
+    words = ["granular", "run", os.fspath(args.scene), "--resume", checkpoint_path(out)]
+    for name in ("backend", "precision"):
+        if getattr(args, name, None) is not None:
+            words += [f"--{name}", str(getattr(args, name))]
+    if getattr(args, "steps", None) is not None:
+        words += ["--steps", str(args.steps)]
+    elif getattr(args, "time", None) is not None:
+        t = float(args.time)
+        words += ["--time", f"{t:g}" if float(f"{t:g}") == t else repr(t)]
+    for name in ("allow_unstable_step", "allow_long_run", "eager"):
+        if getattr(args, name, False):
+            words.append("--" + name.replace("_", "-"))
+    return shlex.join(words)
+
+
+def _interrupted(scene, args, info, out, total) -> None:
+    """The last lines of a run stopped by a signal: where it stopped, where its output
+    is, and the command that continues it."""
+    print(f"granular run: {scene.name}: interrupted at step {info['steps']} of {total} (t = {info['time']:.6g} of "
+          f"{total * scene.run.dt:.6g}) on {info['backend']}; "
+          f"the checkpoint of that step and the output so far are in {out}/\n"
+          f"  continue the run with: {resume_command(args, out)}", file=sys.stderr)  # fmt: skip
 
 
 def _failed(exc, good, out, checked=True) -> None:
