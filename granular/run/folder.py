@@ -45,13 +45,17 @@ def _describe_run(out) -> str:
     return f"a {state} run ({info.get('steps')} steps to t = {info.get('time'):.6g}{why})"
 
 
-def plan_out_dir(out, overwrite=False, ours=RUN_FILES, what="run") -> list[str]:
+def plan_out_dir(out, overwrite=False, ours=RUN_FILES, what="run", python=False) -> list[str]:
     """Check ``out`` for a new ``what`` (``"run"`` or ``"ensemble"``) and return the entries
     to delete before writing (only with ``overwrite``). OutDirError when ``out`` is a file,
-    holds foreign files, or holds an earlier run and ``overwrite`` is false."""
+    holds foreign files, or holds an earlier run and ``overwrite`` is false. ``python``:
+    the message speaks of :class:`~granular.run.simulation.Simulation`'s arguments
+    (``out=``, ``overwrite=True``, the ``Simulation.resume`` call that continues the run)
+    rather than of the command's options."""
     out = os.fspath(out)
+    where = f"out={out!r}" if python else f"--out {out}"
     if os.path.exists(out) and not os.path.isdir(out):
-        raise OutDirError(f"--out {out}: is a file, not a directory")
+        raise OutDirError(f"{where}: is a file, not a directory")
     if not os.path.isdir(out):
         return []
     present = set(os.listdir(out))
@@ -59,18 +63,24 @@ def plan_out_dir(out, overwrite=False, ours=RUN_FILES, what="run") -> list[str]:
         return []
     foreign = sorted(n for n in present - ours if not n.startswith("."))
     if foreign:
-        raise OutDirError(f"--out {out}: exists and holds files that are not a granular {what}'s "
+        raise OutDirError(f"{where}: exists and holds files that are not a granular {what}'s "
                           f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); choose another directory")  # fmt: skip
     if not overwrite:
         if what == "run":
             found = _describe_run(out)
             ckpt = os.path.join(out, "checkpoints", "checkpoint.npz")
-            hint = f", or --resume {ckpt} to continue it" if os.path.isfile(ckpt) else ""
+            if not os.path.isfile(ckpt):
+                hint = ""
+            elif python:  # the call as a script writes it (granular imported; model: the run's model)
+                hint = f", or continue it with granular.Simulation.resume(model, {out!r})"
+            else:
+                hint = f", or --resume {ckpt} to continue it"
         else:
             done = os.path.isfile(os.path.join(out, "summaries.npz"))
             found = "a finished ensemble" if done else "a partial ensemble (some chunks done)"
             hint = ", or --resume to continue it" if not done else ""
-        raise OutDirError(f"--out {out}: holds {found}; give --overwrite to replace it{hint}, "
+        give = "overwrite=True" if python else "--overwrite"
+        raise OutDirError(f"{where}: holds {found}; give {give} to replace it{hint}, "
                           "or choose another directory")  # fmt: skip
     leftovers = {n for n in present if n.startswith(".") and n.endswith((".tmp", ".part"))}
     return sorted(os.path.join(out, n) for n in (present & ours) | leftovers)

@@ -26,7 +26,7 @@ from ..particles.integrators.engine import check_state
 from ..particles.stability import estimate_stable_step
 from ..particles.system import SMALL_SYSTEM, ParticleSystem, restore_state, state_arrays
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
-from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir
+from .folder import clear, plan_out_dir, resume_dir_problem, resume_out_dir
 from .progress import Progress
 from .runner import Callback, Periodic, Runner, end_step
 from .scene import RunTable
@@ -173,11 +173,9 @@ class Simulation:
                 raise ValueError(f"resume: {why}")
             self._to_clear = []
         else:
-            try:
-                self._to_clear = plan_out_dir(self.out_dir, overwrite=overwrite)
-            except OutDirError as exc:
-                text = str(exc).replace("--out ", "out: ").replace("give --overwrite", "give overwrite=True")
-                raise ValueError(text.replace("or --resume ", "or Simulation.resume(model, ...) with ")) from None
+            # OutDirError (a ValueError) in the words of this class: overwrite=True, or the
+            # Simulation.resume call that continues the run in out
+            self._to_clear = plan_out_dir(self.out_dir, overwrite=overwrite, python=True)
         self._written = bool(resume)  # whether out holds this run's folder (then runs append)
         self.info = None
         self.runner = None
