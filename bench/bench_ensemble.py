@@ -18,13 +18,13 @@ setup excluded), rate = bodies x steps / time. ``--rss``: a child process runs
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 
 import numpy as np
 
+from granular.io.jsonio import dumps
 from granular.timing import time_steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
                       f"{r['speedup_vs_loop']:>10.1f}", flush=True)  # fmt: skip
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+            fh.write(dumps(rows, indent=2))
     return 0
 
 

@@ -360,7 +360,7 @@ def main(argv=None):
         old["cases"].update(doc["cases"])
         doc["cases"] = old["cases"]
     with open(args.out, "w") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
+        json.dump(doc, fh, separators=(",", ":"), allow_nan=False)  # standard JSON: a NaN here is a bug, not data
         fh.write("\n")
     print(f"wrote {args.out} ({os.path.getsize(args.out) / 1024:.0f} kB)")
 

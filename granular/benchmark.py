@@ -43,7 +43,6 @@ excluded and the device is synchronised inside every timed region.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -56,6 +55,7 @@ import numpy as np
 from kernels.laws import CONTACT_SLOT
 
 from .backend import BackendError, get_backend
+from .io.jsonio import loads
 from .particles.integrators import ExplicitIntegrator
 from .particles.builder import ModelBuilder
 from .particles.paper_torus import torus_builder
@@ -392,7 +392,7 @@ def torus_run(backend: str, precision: str = "float64") -> dict:
         if proc.returncode != 0:
             return {"workload": "torus-run", "error": proc.stderr.strip()[-300:]}
         with open(os.path.join(out, "run.json")) as fh:
-            info = json.load(fh)
+            info = loads(fh.read())
     return {"workload": "torus-run", "backend": backend, "precision": precision, "N": info["particles"],
             "steps": info["steps"], "steps_per_s": info["steps_per_s"],
             "ms_per_step": 1e3 / info["steps_per_s"] if info["steps_per_s"] else None}  # fmt: skip

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import math
 import os
 import platform
@@ -27,6 +26,7 @@ from .benchmark import run_bench
 from .ensemble import main as ensemble_main
 from .ensemble.command import build_parser as ensemble_parser
 from .errors import IntegrationError
+from .io.jsonio import dumps
 from .provenance import versions
 from .run.command import cmd_run
 from .run.progress import LONG_RUN_STEPS
@@ -48,7 +48,7 @@ def cmd_info(args) -> int:
     if not info["cuda_simulator"]:
         info["gpu_kernels_compile"], why = numba_cuda_compiles()
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(dumps(info, indent=2))
         return 0
     print("granular", info["versions"]["granular"])
     print("  python     ", info["versions"]["python"], "on", info["platform"], f"({info['cpu_cores']} cores)")
@@ -81,7 +81,7 @@ def cmd_validate(args) -> int:
     if args.json:
         d = report.as_dict()
         d["files"] = written
-        print(json.dumps(d, indent=2))
+        print(dumps(d, indent=2))
     else:
         print(report.text())
         for path in written:

@@ -9,12 +9,12 @@ with that description. Rates are printed, never asserted.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
 import time
 
+from .io.jsonio import dumps
 from .provenance import versions
 
 __all__ = ["machine", "time_blocks", "time_steps", "write_json"]
@@ -72,6 +72,7 @@ def machine(**extra) -> dict:
 
 
 def write_json(path, rows, **meta) -> None:
-    """``{"meta": machine(**meta), "results": rows}`` to ``path``."""
+    """``{"meta": machine(**meta), "results": rows}`` to ``path`` (standard JSON:
+    :mod:`granular.io.jsonio`)."""
     with open(path, "w") as fh:
-        json.dump({"meta": machine(**meta), "results": rows}, fh, indent=2)
+        fh.write(dumps({"meta": machine(**meta), "results": rows}, indent=2))

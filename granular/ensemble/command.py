@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..backend import BackendError, get_backend
+from ..io.jsonio import encode
 from ..provenance import versions
 from ..resources import ResourceError
 from ..run.command import run_scene
@@ -269,7 +270,7 @@ def main(argv=None) -> int:
         if status != 0:
             return status
     if args.log_json:
-        json_event("end", out=out, **{k: v for k, v in meta.items() if k != "versions"})
+        json_event("end", out=out, **encode({k: v for k, v in meta.items() if k != "versions"}))
     if not (args.quiet or args.log_json):
         what, unit = ("replicas", "replica") if particles else ("bodies", "body")
         rate = meta[f"{unit}_steps_per_s"] or 0.0

@@ -4,7 +4,6 @@ with progress lines; the outputs (summaries, histograms, ``ensemble.json``)."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import sys
 import time as _time
@@ -12,6 +11,7 @@ import time as _time
 import numpy as np
 
 from ..io._atomic import atomic_write, atomic_write_bytes
+from ..io.jsonio import dumps
 from ..run.progress import json_event
 from ..run.scene import load_scene
 from .chunk import (
@@ -281,7 +281,7 @@ def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> li
                                   lambda tmp: fig.savefig(tmp, format="png", dpi=90)))  # fmt: skip
         plt.close(fig)
     if meta is not None:
-        data = json.dumps(meta, indent=2, default=str).encode()
+        data = dumps(meta, indent=2, default=str).encode()  # standard JSON: non-finite numbers as strings
 
         paths.append(atomic_write_bytes(os.path.join(out_dir, "ensemble.json"), data))
     return paths

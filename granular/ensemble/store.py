@@ -18,6 +18,7 @@ import shutil
 import numpy as np
 
 from ..io._atomic import atomic_write, atomic_write_bytes, remove_temp_files
+from ..io.jsonio import dumps, encode, loads
 from ..resources import check_disk, check_writable
 from ..run.folder import ENSEMBLE_FILES, OutDirError, clear, plan_out_dir, scene_differences
 
@@ -33,14 +34,14 @@ class ChunkStore:
     def __init__(self, out, manifest):
         self.out = os.fspath(out)
         self.dir = os.path.join(self.out, CHUNKS_DIR)
-        self.manifest = json.loads(json.dumps(manifest, default=str))
+        self.manifest = json_form(manifest)
 
     @classmethod
     def create(cls, out, manifest) -> ChunkStore:
         """A new store (the directory must hold no chunks)."""
         self = cls(out, manifest)
         os.makedirs(self.dir, exist_ok=True)
-        atomic_write_bytes(os.path.join(self.dir, MANIFEST), json.dumps(self.manifest, indent=2).encode())
+        atomic_write_bytes(os.path.join(self.dir, MANIFEST), dumps(self.manifest, indent=2).encode())
         return self
 
     @classmethod
@@ -51,12 +52,10 @@ class ChunkStore:
         path = os.path.join(self.dir, MANIFEST)
         try:
             with open(path) as fh:
-                old = json.load(fh)
+                old = loads(fh.read())
         except (OSError, ValueError):
             raise OutDirError(f"--resume: {self.out} holds no interrupted ensemble (no {CHUNKS_DIR}/{MANIFEST})") from None
-        if old != self.manifest:
-            diffs = "; ".join(scene_differences(old, self.manifest, labels=("the interrupted ensemble", "this command")))
-            raise OutDirError(f"--resume: the ensemble in {self.out} was started with other arguments: {diffs}")
+        check_arguments(old, self.manifest, self.out)
         remove_temp_files(self.dir)
         return self
 
@@ -93,6 +92,22 @@ class ChunkStore:
     def remove(self) -> None:
         """Delete the chunks (once the summaries are written)."""
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def json_form(manifest) -> dict:
+    """``manifest`` as it is stored: standard JSON values (:mod:`granular.io.jsonio`),
+    other objects as their ``str``."""
+    return json.loads(dumps(manifest, default=str))
+
+
+def check_arguments(old, manifest, out) -> None:
+    """OutDirError naming what differs when the interrupted ensemble in ``out``, whose
+    manifest was ``old``, is not the ensemble of ``manifest`` (the one a ``--resume``
+    command describes)."""
+    old, manifest = encode(old), json_form(manifest)  # compared as stored
+    if old != manifest:
+        diffs = scene_differences(old, manifest, labels=("the interrupted ensemble", "this command"))
+        raise OutDirError(f"--resume: the ensemble in {out} was started with other arguments: {'; '.join(diffs)}")
 
 
 def open_store(out, manifest, resume=False, overwrite=False, n=0, columns=40) -> ChunkStore | None:

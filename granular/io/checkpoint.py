@@ -12,7 +12,6 @@ over ``path``: a run killed while saving leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ._atomic import atomic_write
+from .jsonio import dumps, loads
 
 #: Reserved array name holding the JSON-encoded meta data.
 META_KEY = "__granular_meta__"
@@ -55,7 +55,8 @@ def save_checkpoint(path: str, arrays: dict, meta: dict) -> None:
         slashes, not :data:`META_KEY`). Device arrays must be copied to the host first.
     meta : dict
         JSON-serialisable meta data: str keys; tuples come back as lists; floats
-        round-trip exactly, NaN and inf included.
+        round-trip exactly, NaN and inf included (stored as standard JSON, with the
+        strings of :mod:`granular.io.jsonio` for them).
 
     Raises
     ------
@@ -72,7 +73,7 @@ def save_checkpoint(path: str, arrays: dict, meta: dict) -> None:
         raise CheckpointError(f"checkpoint {path}: meta must be a dict, got {type(meta).__name__}")
     host = {name: _host_array(path, name, a) for name, a in arrays.items()}
     try:
-        text = json.dumps(meta, sort_keys=True)
+        text = dumps(meta, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {path}: meta is not JSON-serialisable ({exc})") from None
     host[META_KEY] = np.array(text)
@@ -129,7 +130,7 @@ def load_checkpoint(path: str) -> tuple[dict[str, np.ndarray], dict]:
         raise CheckpointError(f"checkpoint {path}: not a granular checkpoint (no {META_KEY!r} entry)")
     raw = arrays.pop(META_KEY)
     try:
-        meta = json.loads(str(raw[()]))
+        meta = loads(str(raw[()]))
     except (ValueError, TypeError, IndexError) as exc:
         raise CheckpointError(f"checkpoint {path}: meta data are not valid JSON ({exc})") from None
     if not isinstance(meta, dict):

@@ -16,11 +16,11 @@ scene" message. :func:`total_steps` is the end step of ``granular run``'s option
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
 from ..errors import OutDirError
+from ..io.jsonio import dumps, encode, loads
 
 #: What ``granular run`` writes into ``--out``.
 RUN_FILES = frozenset({"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu"})
@@ -33,7 +33,7 @@ def _describe_run(out) -> str:
     """``"a finished run (1200 steps to t = 0.6)"`` or ``"a partial run ..."`` from run.json."""
     try:
         with open(os.path.join(out, "run.json")) as fh:
-            info = json.load(fh)
+            info = loads(fh.read())
     except (OSError, ValueError):
         return "a partial run (no run.json: it was stopped before the end)"
     state = "finished" if info.get("finished") else "partial"
@@ -127,7 +127,7 @@ def scene_differences(old, new, path="", limit=5, labels=("the checkpoint", "the
 
 
 def _short(value) -> str:
-    text = json.dumps(value)
+    text = dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -146,8 +146,10 @@ def total_steps(args, run) -> int:
 def resume_problem(meta, scene_dict, path, total, backend_name=None) -> str | None:
     """Why the checkpoint ``meta`` (at ``path``) cannot continue this scene to step
     ``total`` on the backend ``backend_name`` (None: not checked here), or None."""
-    if meta.get("scene") != scene_dict:
-        diffs = scene_differences(meta.get("scene") or {}, scene_dict)
+    # compared as stored (standard JSON): NaN equals NaN there, and inf is "Infinity" on both sides
+    stored, current = encode(meta.get("scene") or {}), encode(scene_dict)
+    if stored != current:
+        diffs = scene_differences(stored, current)
         return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)
                 + ". Resume with the scene that wrote it, or start a new run")  # fmt: skip
     if backend_name is not None and meta.get("backend") != backend_name:

@@ -12,19 +12,20 @@ The folder is a stable contract (``docs/scenes.md``, "Output directory"):
     rows it follows are on disk, and once more at the end (the last good state), from
     which ``--resume`` continues bit-for-bit on the same backend;
 ``run.json``, ``plots/*.png``
-    what the run was and how it went, and the series plotted (:class:`Record`), at the end.
+    what the run was and how it went, and the series plotted (:class:`Record`), at the end;
+    standard JSON (:mod:`granular.io.jsonio`: an infinite ``strain_max`` is ``"Infinity"``).
 
 :func:`folder_writers` attaches all four with the cadences of a ``[run]`` table.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 from .._version import __version__
 from ..io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint
 from ..io._atomic import atomic_write_bytes
+from ..io.jsonio import dumps, encode
 from ..io.vtk import FrameQueue
 from ..resources import cadence
 from .runner import Periodic
@@ -148,7 +149,7 @@ class Record:
     def begin(self, runner, resumed):
         s = runner.system
         runner.event("start", out=self.out_dir, steps=runner.end_step, first_step=s.step_count,
-                     backend=s.backend.name, **s.start_fields(runner.dt))  # fmt: skip
+                     backend=s.backend.name, **encode(s.start_fields(runner.dt)))  # fmt: skip
 
     def end(self, runner):
         s = runner.system
@@ -162,12 +163,12 @@ class Record:
         info.update(s.health_info() if hasattr(s, "health_info") else {})
         info["error"] = None if runner.failure is None else str(runner.failure)
         self.info = info
-        atomic_write_bytes(os.path.join(self.out_dir, "run.json"), json.dumps(info, indent=2).encode())
+        atomic_write_bytes(os.path.join(self.out_dir, "run.json"), dumps(info, indent=2).encode())
         data = read_series(os.path.join(self.out_dir, "series.csv"))
         if hasattr(s, "plot_columns"):
             data = s.plot_columns(data)
         plot_series(data, self.out_dir)
-        runner.event("end", **{k: v for k, v in info.items() if k != "scene"})
+        runner.event("end", **encode({k: v for k, v in info.items() if k != "scene"}))
 
 
 def folder_writers(out_dir, run, total_steps, scene=None) -> list:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
+
+from ..io.jsonio import dumps
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Report:
         path = os.path.join(out_dir, f"{self.name}.json")
         tmp = path + ".part"
         with open(tmp, "w") as fh:
-            json.dump(self.as_dict(), fh, indent=2)
+            fh.write(dumps(self.as_dict(), indent=2))
         os.replace(tmp, path)
         written.append(path)
         if self.plotter is not None:
