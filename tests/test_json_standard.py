@@ -47,7 +47,7 @@ def test_what_the_commands_write_is_standard_json(tmp_path, monkeypatch, capsys)
     assert cli.main(["run", TORUS, "--out", "run", "--time", "0.05", "--quiet", "--log-json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines and [strict(line, "--log-json")["event"] for line in lines][-1] == "end"
-    # an ensemble of particle-scene replicas
+    # an ensemble of particle-scene replicas (ensemble.json records the scene)
     ensemble = [TORUS, "--n", "2", "--vary", "particles[0].velocity[0]=uniform(-2,-0.5)", "--steps", "5", "--out",
                 "ensemble", "--quiet"]  # fmt: skip
     assert cli.main(["ensemble", *ensemble]) == 0
@@ -76,9 +76,12 @@ def test_what_the_commands_write_is_standard_json(tmp_path, monkeypatch, capsys)
     assert back["scene"]["bond_families"]["binder"]["strain_max"] == math.inf
     _, meta = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint.npz")
     assert meta["scene"]["bond_families"]["binder"]["strain_max"] == math.inf
+    record = strict((tmp_path / "ensemble" / "ensemble.json").read_text())
+    assert record["manifest"]["scene"]["bond_families"]["binder"]["angle_max"] == "Infinity"
     # and a resume compares the scene it reads back with the scene file: the same
     assert cli.main(["run", TORUS, "--resume", "run/checkpoints/checkpoint.npz", "--time", "0.1", "--quiet"]) == 0
     assert strict((tmp_path / "run" / "run.json").read_text())["steps"] == 200
+    assert cli.main(["ensemble", *ensemble, "--resume"]) == 0  # finished: its manifest read back, the same
 
 
 def test_the_ensemble_store_reads_back_its_manifest(tmp_path):

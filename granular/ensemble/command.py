@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "OUT/subsample")  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an earlier ensemble in --out")
     p.add_argument("--resume", action="store_true",
-                   help="finish an interrupted ensemble in --out (same arguments): only its missing chunks run")
+                   help="finish an interrupted ensemble in --out: only its missing chunks run; the arguments must "
+                        "be those it was started with (checked for a finished one too)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress lines or closing summary")
     p.add_argument("--log-json", action="store_true",
                    help="JSON-lines events on stdout (start, progress, end), for scripts (also with --quiet)")
@@ -250,6 +251,7 @@ def main(argv=None) -> int:
         idx = subsample_indices(args.n, args.trajectories)
         meta["subsample_replicas" if particles else "subsample_bodies"] = idx.tolist()
     meta["versions"] = versions()
+    meta["manifest"] = store.manifest  # what a later --resume of the finished ensemble compares
     hist = args.hist
     if particles:
         meta["kind"] = "particle replicas"
@@ -270,7 +272,7 @@ def main(argv=None) -> int:
         if status != 0:
             return status
     if args.log_json:
-        json_event("end", out=out, **encode({k: v for k, v in meta.items() if k != "versions"}))
+        json_event("end", out=out, **encode({k: v for k, v in meta.items() if k not in ("versions", "manifest")}))
     if not (args.quiet or args.log_json):
         what, unit = ("replicas", "replica") if particles else ("bodies", "body")
         rate = meta[f"{unit}_steps_per_s"] or 0.0

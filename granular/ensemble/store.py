@@ -5,7 +5,9 @@ Each chunk's summary table is saved, as soon as it is back, to
 (what the ensemble is: scene, N, sampled fields, seed, chunking, steps, backend). An
 interrupted ensemble keeps every finished chunk; ``granular ensemble ... --resume`` with
 the same arguments runs only the missing ones. When all are done the summaries are
-gathered into ``summaries.npz`` (and the other outputs) and ``chunks/`` is removed.
+gathered into ``summaries.npz`` (and the other outputs), the manifest is kept in
+``ensemble.json`` (its ``manifest``) and ``chunks/`` is removed: ``--resume`` of a
+finished ensemble checks its arguments against that one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from ..run.folder import ENSEMBLE_FILES, OutDirError, clear, plan_out_dir, scene
 
 CHUNKS_DIR = "chunks"
 MANIFEST = "manifest.json"
+#: The record of a finished ensemble (its ``manifest`` entry: what ``--resume`` compares).
+RECORD = "ensemble.json"
+#: What an ``ensemble.json`` of an earlier version (no ``manifest``) records of the manifest.
+RECORDED_ARGUMENTS = ("n", "vary", "seed", "chunk", "steps", "dt", "backend")
 _CHUNK_RE = re.compile(r"^chunk_(\d+)_(\d+)\.npz$")
 
 
@@ -55,7 +61,7 @@ class ChunkStore:
                 old = loads(fh.read())
         except (OSError, ValueError):
             raise OutDirError(f"--resume: {self.out} holds no interrupted ensemble (no {CHUNKS_DIR}/{MANIFEST})") from None
-        check_arguments(old, self.manifest, self.out)
+        check_arguments(old, self.manifest, self.out, "interrupted")
         remove_temp_files(self.dir)
         return self
 
@@ -100,20 +106,41 @@ def json_form(manifest) -> dict:
     return json.loads(dumps(manifest, default=str))
 
 
-def check_arguments(old, manifest, out) -> None:
-    """OutDirError naming what differs when the interrupted ensemble in ``out``, whose
-    manifest was ``old``, is not the ensemble of ``manifest`` (the one a ``--resume``
-    command describes)."""
+def check_arguments(old, manifest, out, state) -> None:
+    """OutDirError naming what differs when the ensemble in ``out`` (``state``:
+    ``"interrupted"`` or ``"finished"``), whose manifest was ``old``, is not the ensemble of
+    ``manifest`` (the one a ``--resume`` command describes)."""
     old, manifest = encode(old), json_form(manifest)  # compared as stored
     if old != manifest:
-        diffs = scene_differences(old, manifest, labels=("the interrupted ensemble", "this command"))
-        raise OutDirError(f"--resume: the ensemble in {out} was started with other arguments: {'; '.join(diffs)}")
+        diffs = scene_differences(old, manifest, labels=(f"the {state} ensemble", "this command"))
+        verb = "started" if state == "interrupted" else "run"
+        raise OutDirError(f"--resume: the ensemble in {out} was {verb} with other arguments: {'; '.join(diffs)}")
+
+
+def check_finished(out, manifest) -> None:
+    """``--resume`` of the finished ensemble in ``out``: OutDirError unless ``manifest``
+    is the one it was run with (the ``manifest`` of its ``ensemble.json``; of a record
+    without one, the arguments it records)."""
+    try:
+        with open(os.path.join(out, RECORD)) as fh:
+            record = loads(fh.read())
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        raise OutDirError(f"--resume: {out} holds a finished ensemble without a readable {RECORD}, so the arguments it "
+                          "was run with are unknown; give --overwrite to run it again, or choose another directory")  # fmt: skip
+    old = record.get("manifest")
+    if not isinstance(old, dict):  # written before ensemble.json kept the manifest
+        old = {k: record[k] for k in RECORDED_ARGUMENTS if k in record}
+        manifest = {k: manifest[k] for k in old}
+    check_arguments(old, manifest, out, "finished")
 
 
 def open_store(out, manifest, resume=False, overwrite=False, n=0, columns=40) -> ChunkStore | None:
     """The chunk store for an ensemble writing into ``out``: a new one (``out`` empty or
     absent; an earlier ensemble only with ``overwrite``, after every check) or, with
-    ``resume``, the interrupted one. None when ``resume`` finds the ensemble finished.
+    ``resume``, the interrupted one. None when ``resume`` finds the ensemble finished, run
+    with the same arguments (other arguments are refused as for an interrupted one).
     Checks that ``out`` is writable and has room for ``n`` rows of ``columns`` values
     (twice: the chunks and the summaries). OutDirError / ResourceError otherwise."""
     out = os.fspath(out)
@@ -121,6 +148,7 @@ def open_store(out, manifest, resume=False, overwrite=False, n=0, columns=40) ->
         raise OutDirError("--resume continues the ensemble in --out and --overwrite replaces it; give one of them")
     if resume:
         if os.path.isfile(os.path.join(out, "summaries.npz")) and not os.path.isdir(os.path.join(out, CHUNKS_DIR)):
+            check_finished(out, manifest)
             return None
         store = ChunkStore.reopen(out, manifest)
         check_writable(out)
