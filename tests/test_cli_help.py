@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from patience import PATIENCE
 
 import granular
 from granular import cli
@@ -56,6 +57,6 @@ def test_version(capsys):
     assert exc.value.code == 0
     assert capsys.readouterr().out == f"granular {granular.__version__}\n"
     r = subprocess.run(
-        [sys.executable, "-m", "granular", "--version"], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "granular", "--version"], capture_output=True, text=True, timeout=PATIENCE, check=False
     )
     assert r.returncode == 0 and r.stdout.strip() == f"granular {granular.__version__}"

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from patience import PATIENCE, wait_until
 
 from granular.io import load_checkpoint
 
@@ -35,14 +36,10 @@ def test_an_interrupted_run_says_where_it_stopped_and_the_command_that_continues
     ckpt = out / "checkpoints" / "checkpoint.npz"
     proc = subprocess.Popen([sys.executable, "-m", "granular", "run", scene, "--out", str(out), "--time", "8"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    t0 = time.time()
-    while not ckpt.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() - t0 < 300
-        time.sleep(0.02)
+    assert wait_until(ckpt.exists, proc), "the run ended (or hung) before its first checkpoint"
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=PATIENCE)
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal arrived")
     assert proc.returncode == 130, stderr
@@ -62,7 +59,7 @@ def test_an_interrupted_run_says_where_it_stopped_and_the_command_that_continues
     assert argv[argv.index("--time") + 1] == "8"  # the end it was given, not the scene's duration (5)
     # the command, as printed, finishes the run
     r = subprocess.run(
-        [sys.executable, "-m", "granular", *argv[1:]], capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-m", "granular", *argv[1:]], capture_output=True, text=True, timeout=PATIENCE, check=False
     )
     assert r.returncode == 0, r.stderr
     assert re.search(r"torus_impact: 16000 steps to t = 8 ", r.stdout), r.stdout
