@@ -3,6 +3,7 @@
 import json
 
 from granular.cli import main
+from patience import PATIENCE
 
 
 def test_info_json(capsys):
@@ -49,5 +50,5 @@ def test_output_piped_into_a_closed_reader_is_not_a_traceback():
 
     # `true` exits without reading, long before granular has imported and prints
     r = subprocess.run(f"{sys.executable} -m granular info | true", shell=True, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+                       timeout=PATIENCE)  # fmt: skip
     assert "Error" not in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -14,13 +14,15 @@ import pytest
 
 from granular import cli
 from granular.io import load_checkpoint, read_series
+from patience import PATIENCE, wait_until
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TORUS = os.path.join(ROOT, "scenes", "torus_impact.toml")
 
 
 def granular(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "granular", *args], capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run([sys.executable, "-m", "granular", *args], capture_output=True, text=True, timeout=PATIENCE,
+                          **kw)  # fmt: skip
 
 
 def scene_copy(tmp_path, **run):
@@ -76,13 +78,9 @@ def final_state(out):
     return arrays, meta
 
 
-def wait_for(path, proc, timeout=120):
-    t0 = time.time()
-    while not os.path.exists(path):
-        if proc.poll() is not None or time.time() - t0 > timeout:
-            return False
-        time.sleep(0.02)
-    return True
+def wait_for(path, proc):
+    """Whether ``path`` appeared while ``proc`` ran (waiting at most PATIENCE)."""
+    return wait_until(lambda: os.path.exists(path), proc)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
@@ -97,7 +95,7 @@ def test_killed_run_resumes_bit_for_bit(tmp_path, sig):
     assert wait_for(str(out / "checkpoints" / "checkpoint.npz"), proc)
     time.sleep(0.3)
     proc.send_signal(sig)
-    proc.wait(timeout=120)
+    proc.wait(timeout=PATIENCE)
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal arrived")
     assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
