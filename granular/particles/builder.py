@@ -1,7 +1,8 @@
 """``ModelBuilder`` (host lists, easy to fill) → ``finalize(backend)`` → ``Model``.
 
 Every input is checked when it is added; an error names the argument, the particle and
-what is allowed. The contact settings (materials, pairs of materials, the contact law,
+what is allowed, and a call that raises leaves the builder as it was (every argument is
+checked before anything is stored). The contact settings (materials, pairs of materials, the contact law,
 walls) are :class:`granular.particles.builder_contacts.ContactSettings`.
 
 Example::
@@ -14,6 +15,8 @@ Example::
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -28,8 +31,10 @@ class ModelBuilder(ContactSettings):
     """Collect particles, bonds, contacts, walls and fields on the host, then build a :class:`Model`.
 
     Every input is checked when it is added (an error names the argument, the particle
-    or bond, and what is allowed); :meth:`finalize` checks the whole (placement included:
-    :mod:`granular.particles.placement`) and moves it to a backend as a :class:`Model`.
+    or bond, and what is allowed); a call that raises leaves the builder as it was, so a
+    caller may correct the argument and go on. :meth:`finalize` checks the whole
+    (placement included: :mod:`granular.particles.placement`) and moves it to a backend
+    as a :class:`Model`.
     The builder takes no arguments. Particles are numbered ``0, 1, ...`` in the order
     they are added, bonds and walls likewise.
 
@@ -77,6 +82,34 @@ class ModelBuilder(ContactSettings):
         self._replica_names = None  # what errors call each replica
         self._replica_kpp = None  # each replica's Hertz stiffness, where they differ
         self._replica_materials = None  # each replica's materials (same names), where they differ
+        self._in_atomic = False  # inside _atomic(): an outer call undoes everything on failure
+
+    @contextlib.contextmanager
+    def _atomic(self):
+        """Undo every change made to the builder inside the ``with`` block if it raises.
+
+        For calls made of several builder calls (the helpers of
+        :mod:`granular.particles.shapes`): each builder method is atomic on its own
+        (it checks every argument before storing anything), and this makes their
+        sequence atomic too. The snapshot is shallow and cheap (the containers are
+        copied, not the arrays in them): builder methods only append to the lists and
+        replace dictionary entries and attributes, they never change a stored array or
+        tuple in place. Nested blocks take no snapshot of their own: the outermost one
+        undoes everything.
+        """
+        if self._in_atomic:
+            yield
+            return
+        saved = {k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in vars(self).items()}
+        self._in_atomic = True
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        finally:
+            self._in_atomic = False
 
     @classmethod
     def replicas(cls, builders, names=None) -> ModelBuilder:
@@ -251,27 +284,34 @@ class ModelBuilder(ContactSettings):
             ``material``; the message names the argument and the particle of this call.
         """
         self._open("add_particles")
+        # Every argument is checked before the builder changes: a call that raises leaves
+        # it as it was.
         xa = np.array(x, dtype=np.float64)
         if xa.ndim != 2 or xa.shape[1] != 3:
             raise ValueError(f"x: expected shape (K, 3), got {xa.shape}")
         k = xa.shape[0]
         xa = _vectors("x", xa, k, allow_broadcast=False)
-        self._x.append(xa)
-        self._v.append(_vectors("v", v, k))
-        self._omega.append(_vectors("omega", omega, k))
-        self._q.append(_orientations(k, orientation, alpha, rotvec))
+        va = _vectors("v", v, k)
+        omega_a = _vectors("omega", omega, k)
+        q = _orientations(k, orientation, alpha, rotvec)
         radius = _scalars("radius", radius, k)
         mat = -1
         if material is not None:
-            if material not in self._materials:
+            if not isinstance(material, str) or material not in self._materials:
                 raise ValueError(f"material: no material named {material!r}; defined: {sorted(self._materials)}")
             mat, m = self._materials[material]
             m_s, j_s = sphere_mass(m, radius)
             if inertia is None:  # a solid sphere of the mass it has: 2/5 m r²
                 inertia = j_s if mass is None else 0.4 * _scalars("mass", mass, k) * radius * radius
             mass = m_s if mass is None else mass
-        self._mass.append(_scalars("mass", 1.0 if mass is None else mass, k))
-        self._inertia.append(_scalars("inertia", 1.0 if inertia is None else inertia, k))
+        mass_a = _scalars("mass", 1.0 if mass is None else mass, k)
+        inertia_a = _scalars("inertia", 1.0 if inertia is None else inertia, k)
+        self._x.append(xa)
+        self._v.append(va)
+        self._omega.append(omega_a)
+        self._q.append(q)
+        self._mass.append(mass_a)
+        self._inertia.append(inertia_a)
         self._radius.append(radius)
         self._mat.append(np.full(k, mat, dtype=np.int32))
         first = self._n
@@ -432,12 +472,12 @@ class ModelBuilder(ContactSettings):
         lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
         keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
         _check_duplicate_bonds(keys, first)  # within this call; across calls at finalize()
-        self._bond_keys.append(keys)
         stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
         thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
         for name, t in zip(("strain_max", "angle_max"), thresholds):
             if (t == 0).any():
                 raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+        self._bond_keys.append(keys)
         self._bonds.append((lo, hi, *stiff, *thresholds))
         self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)

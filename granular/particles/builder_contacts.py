@@ -121,7 +121,7 @@ class ContactSettings:
         """
         self._open("set_pair")
         for name in (a, b):
-            if name not in self._materials:
+            if not isinstance(name, str) or name not in self._materials:
                 raise ValueError(f"pair ({a!r}, {b!r}): no material named {name!r}; defined: {sorted(self._materials)}")
         if not values:
             raise ValueError(f"pair ({a!r}, {b!r}): give at least one of {', '.join(PAIR_FIELDS)}")
@@ -176,20 +176,23 @@ class ContactSettings:
             ``law``, or a ``skin`` not finite and >= 0.
         """
         self._open("set_contacts")
-        if law is not None and law not in LAWS:
+        # every argument is checked before any setting changes: a call that raises
+        # leaves the settings of the call before
+        if law is not None and (not isinstance(law, str) or law not in LAWS):
             raise ValueError(f"law: must be one of {', '.join(LAWS)}, got {law!r}")
-        if velocity not in VELOCITIES:
+        if not isinstance(velocity, str) or velocity not in VELOCITIES:
             raise ValueError(f"velocity: must be one of {sorted(VELOCITIES)}, got {velocity!r}")
-        self._velocity = velocity
-        self._contacts_set = True
-        self._allow_overlap = bool(allow_initial_overlap)
-        self._kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
-        self._bonded_contacts = bool(bonded_contacts)
-        if search not in ("cells", "all-pairs"):
+        kpp = None if kpp is None else float(_nonnegative("kpp", kpp, 1, what="value")[0])
+        if not isinstance(search, str) or search not in ("cells", "all-pairs"):
             raise ValueError(f"search: must be 'cells' or 'all-pairs', got {search!r}")
         if skin is not None and (isinstance(skin, bool) or not isinstance(skin, numbers.Real)
                                  or not (np.isfinite(skin) and skin >= 0)):  # fmt: skip
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
+        self._velocity = velocity
+        self._contacts_set = True
+        self._allow_overlap = bool(allow_initial_overlap)
+        self._kpp = kpp
+        self._bonded_contacts = bool(bonded_contacts)
         self._contact_search = (search, skin)
         self._contact_law = law
 
@@ -234,7 +237,7 @@ class ContactSettings:
         wid = len(self._walls)
         mat = -1
         if material is not None:
-            if material not in self._materials:
+            if not isinstance(material, str) or material not in self._materials:
                 raise ValueError(f"wall {wid}: material: no material named {material!r}; defined: "
                                  f"{sorted(self._materials)}")  # fmt: skip
             mat = self._materials[material][0]
@@ -247,9 +250,14 @@ class ContactSettings:
         length = float(np.linalg.norm(nrm))
         if length == 0.0:
             raise ValueError(f"wall {wid}: normal has zero length")
-        off = float(offset)
-        if not np.isfinite(off):
-            raise ValueError(f"wall {wid}: offset must be finite, got {offset!r}")
+        off = None
+        if np.ndim(offset) == 0 and not isinstance(offset, (bool, np.bool_, str, bytes)):
+            try:
+                off = float(offset)
+            except (TypeError, ValueError):
+                off = None
+        if off is None or not np.isfinite(off):
+            raise ValueError(f"wall {wid}: offset must be a finite number, got {offset!r}")
         kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
         self._walls.append((nrm / length, off, kk, mat))
         self._wall_overlap.append(bool(allow_initial_overlap))

@@ -118,16 +118,18 @@ def add_torus(builder, n_p=80, ring_diameter=3.0, center=(0.0, 0.0, 0.0), normal
     Raises
     ------
     ValueError
-        As :func:`ring_positions` and the builder's methods.
+        As :func:`ring_positions` and the builder's methods; the builder is then left as
+        it was (no sphere and no bond of the torus stays).
     """
     x = ring_positions(n_p, ring_diameter, center, normal)
     d_p = ring_diameter * math.sin(math.pi / n_p)
-    ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p,
-                                material=material)  # fmt: skip
-    bonds = np.zeros(0, dtype=np.int64)
-    if bonded:
-        pairs = np.stack([ids, np.roll(ids, -1)], axis=1)
-        bonds = builder.add_bonds(pairs, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max)
+    with builder._atomic():  # a bad bond value takes the spheres out again
+        ids = builder.add_particles(x, v=velocity, omega=omega, mass=mass, inertia=inertia, radius=0.5 * d_p,
+                                    material=material)  # fmt: skip
+        bonds = np.zeros(0, dtype=np.int64)
+        if bonded:
+            pairs = np.stack([ids, np.roll(ids, -1)], axis=1)
+            bonds = builder.add_bonds(pairs, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max)
     return ids, bonds, d_p
 
 
@@ -225,15 +227,17 @@ def add_block(builder, shape, spacing=1.0, origin=(0.0, 0.0, 0.0), velocity=(0.0
     Raises
     ------
     ValueError
-        As the builder's methods.
+        As the builder's methods; the builder is then left as it was (no sphere and no
+        bond of the block stays).
     """
     if isinstance(shape, (int, np.integer)):
         shape = (shape, shape, shape)
     first = builder.particle_count
-    ids = builder.add_particles(lattice_positions(shape, spacing, origin), v=velocity, mass=mass, inertia=inertia,
-                                radius=0.5 * spacing, material=material)  # fmt: skip
-    bonds = builder.add_bonds(first + lattice_bonds(shape), ka=ka, ks=ks, km=km, strain_max=strain_max,
-                              angle_max=angle_max)  # fmt: skip
+    with builder._atomic():  # a bad bond value takes the spheres out again
+        ids = builder.add_particles(lattice_positions(shape, spacing, origin), v=velocity, mass=mass,
+                                    inertia=inertia, radius=0.5 * spacing, material=material)  # fmt: skip
+        bonds = builder.add_bonds(first + lattice_bonds(shape), ka=ka, ks=ks, km=km, strain_max=strain_max,
+                                  angle_max=angle_max)  # fmt: skip
     return ids, bonds
 
 
@@ -502,7 +506,8 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     Raises
     ------
     ValueError
-        The tori do not fit in ``box`` (:func:`torus_centers`), or as :func:`add_torus`.
+        The tori do not fit in ``box`` (:func:`torus_centers`), or as :func:`add_torus`;
+        the builder is then left as it was (no torus of the call stays).
     """
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
         raise ValueError(f"count: the number of tori must be a whole number >= 1, got {count!r}")
@@ -511,9 +516,10 @@ def add_tori(builder, count, box, seed=0, n_p=80, ring_diameter=3.0, velocity=(0
     centers = torus_centers(count, box, ring_diameter + d_p * 1.01, rng)
     normals = random_unit_vectors(rng, count)
     ids = []
-    for c, nrm in zip(centers, normals):
-        i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, omega=omega, mass=mass,
-                            inertia=inertia, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max,
-                            bonded=bonded, material=material)  # fmt: skip
-        ids.append(i)
+    with builder._atomic():  # a failing torus takes the ones before it out again
+        for c, nrm in zip(centers, normals):
+            i, _, _ = add_torus(builder, n_p, ring_diameter, c, nrm, velocity=velocity, omega=omega, mass=mass,
+                                inertia=inertia, ka=ka, ks=ks, km=km, strain_max=strain_max, angle_max=angle_max,
+                                bonded=bonded, material=material)  # fmt: skip
+            ids.append(i)
     return np.concatenate(ids)
