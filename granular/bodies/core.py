@@ -58,6 +58,7 @@ __all__ = [
     "count",
     "body_kernels",
     "host",
+    "inertia_tensors",
 ]
 
 # failure kinds written by the kernels in column 0 of the status array
@@ -145,6 +146,90 @@ def host(a):
     batch sizes, so a body alone and the same body in a batch would part in the last bit.
     """
     return a.get() if hasattr(a, "get") and hasattr(a, "__cuda_array_interface__") else a
+
+
+#: The shapes every body scheme accepts for an inertia argument, as its errors name them.
+INERTIA_SHAPES = "(3,) (principal moments), (3, 3) (a tensor), (N, 3) or (N, 3, 3) (one per body)"
+
+
+def inertia_tensors(inertia, name="inertia", *, definite=True):
+    """The inertia tensors of a body scheme's argument ``inertia`` [M L²], checked.
+
+    One convention for every body scheme:
+
+    * ``(3,)``: principal moments ``(J1, J2, J3)``, the tensor ``diag(J1, J2, J3)`` of
+      every body;
+    * ``(3, 3)``: one tensor for every body;
+    * ``(N, 3)``: principal moments per body;
+    * ``(N, 3, 3)``: one tensor per body.
+
+    A (3, 3) array is always one tensor (three bodies' principal moments are given as
+    their diagonal tensors, (3, 3, 3)). Principal moments give the same bits as the
+    diagonal tensor written out (``np.diag``), so a scheme built from either runs the
+    same. The tensors are checked and returned on the host (a CuPy array is copied back):
+    the schemes set their per-body parameters up with NumPy, matrix by matrix.
+
+    Parameters
+    ----------
+    inertia : array_like
+        One of the four shapes above, finite.
+    name : str, optional
+        The argument's name in the errors (e.g. ``"euler"`` for Euler's coefficients).
+    definite : bool, optional
+        Also require each tensor to be positive definite (default). The director schemes
+        check the stronger condition on Euler's coefficients themselves.
+
+    Returns
+    -------
+    J : ndarray, (1, 3, 3) or (N, 3, 3) float64
+        One tensor shared by every body, or one per body.
+    per_body : bool
+        Whether the argument was given per body ((N, 3) or (N, 3, 3), N >= 1).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``: not numbers, another shape (the shapes allowed and the shape
+        given), a non-finite entry, a tensor not symmetric to 1e-12 relative to its
+        largest entry, or (``definite``) not positive definite; per body, the first
+        bad body.
+    """
+    try:
+        a = np.array(host(inertia), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers of shape {INERTIA_SHAPES}, got {inertia!r}") from None
+    if a.shape == (3,) or (a.ndim == 2 and a.shape[1] == 3 and a.shape != (3, 3) and a.shape[0] >= 1):
+        per_body = a.ndim == 2
+        moments = a.reshape(-1, 3)
+        a = np.zeros((moments.shape[0], 3, 3))
+        a[:, [0, 1, 2], [0, 1, 2]] = moments
+    elif a.shape == (3, 3):
+        a, per_body = a[None], False
+    elif a.ndim == 3 and a.shape[1:] == (3, 3) and a.shape[0] >= 1:
+        per_body = True
+    else:
+        raise ValueError(f"{name} must have shape {INERTIA_SHAPES}, got {a.shape}")
+
+    def where(b):
+        return f"body {b} has" if per_body else "got"
+
+    finite = np.isfinite(a).all(axis=(1, 2))
+    if not finite.all():
+        b = int(np.argmin(finite))
+        raise ValueError(f"{name} must be finite; {where(b)} {a[b].tolist()}")
+    scale = np.abs(a).max(axis=(1, 2))
+    skew = np.abs(a - a.transpose(0, 2, 1)).max(axis=(1, 2))
+    if (skew > 1e-12 * scale).any():
+        b = int(np.argmax(skew > 1e-12 * scale))
+        raise ValueError(f"{name} must be symmetric (to 1e-12 relative); {where(b)} {a[b].tolist()}")
+    if definite:
+        eig = np.linalg.eigvalsh(a)
+        bad = eig[:, 0] <= 0.0
+        if bad.any():
+            b = int(np.argmax(bad))
+            raise ValueError(f"{name} must be positive definite (all principal moments > 0); {where(b)} "
+                             f"eigenvalues {eig[b].tolist()}")  # fmt: skip
+    return a, per_body
 
 
 def body_kernels(backend):

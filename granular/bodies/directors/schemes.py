@@ -71,7 +71,7 @@ from typing import Callable
 import numpy as np
 
 from ... import rotations as rot
-from ..core import BodyState, Scheme, host
+from ..core import BodyState, Scheme, inertia_tensors
 
 __all__ = [
     "CONSTRAINT_PAIRS",
@@ -319,12 +319,13 @@ class DirectorScheme(Scheme):
 
     Parameters
     ----------
-    inertia: (3, 3) or (N, 3, 3) float64, convected inertia tensor J [M L²] (symmetric,
-        with positive-definite Euler coefficients 𝒥 = ½ tr(J) I - J, i.e. principal
-        moments obeying the triangle inequality strictly). Exactly one of ``inertia`` and
-        ``euler`` must be given.
-    euler: (3, 3) or (N, 3, 3) float64, Euler's coefficients 𝒥 (66) [M L²].
-    n: number of bodies N; needed when the inertia is a single (3, 3) tensor.
+    inertia: convected inertia tensor J [M L²]: (3,) principal moments, (3, 3), or per
+        body (N, 3) or (N, 3, 3) (:func:`~granular.bodies.core.inertia_tensors`);
+        symmetric, with positive-definite Euler coefficients 𝒥 = ½ tr(J) I - J, i.e.
+        principal moments obeying the triangle inequality strictly. Exactly one of
+        ``inertia`` and ``euler`` must be given.
+    euler: Euler's coefficients 𝒥 (66) [M L²], in the same four shapes.
+    n: number of bodies N; needed when the inertia is shared ((3,) or (3, 3)).
     backend: ``"cpu"``, ``"gpu"``, ``"auto"`` or a :class:`~granular.backend.Backend`.
     moment: :class:`ExternalMoment` or ``None`` (no load).
     rtol: Newton relative tolerance (``‖Δx‖∞ <= rtol ‖x‖∞``), > 0.
@@ -348,23 +349,17 @@ class DirectorScheme(Scheme):
         name = "inertia" if euler is None else "euler"
         # checked and set up on the host with NumPy (per matrix), then copied to the
         # backend: a body's parameters are the same bits alone and in any batch
-        arr = np.asarray(host(src), dtype=np.float64)
-        if arr.ndim not in (2, 3):
-            raise ValueError(f"{name} must have shape (3, 3) or (N, 3, 3), got {tuple(arr.shape)}")
-        if arr.ndim == 2:
-            if n is None:
-                raise ValueError(f"{name} is a single (3, 3) tensor: give the number of bodies n")
-        elif arr.ndim == 3:
+        # shape, finite, symmetric; definiteness is that of the Euler coefficients, below
+        arr, per_body = inertia_tensors(src, name, definite=False)
+        if per_body:
             n = arr.shape[0] if n is None else n
-        if n is None or int(n) != n or n < 1:
+        elif n is None:
+            raise ValueError(f"{name} is shared by every body ((3,) or (3, 3)): give the number of bodies n")
+        if isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         self.n = n = int(n)
-        arr = _as_stack(np, arr, n, name, (3, 3))
-        if not bool(np.isfinite(arr).all()):
-            raise ValueError(f"{name} must be finite")
+        arr = _as_stack(np, arr if per_body else arr[0], n, name, (3, 3))
         scale = float(abs(arr).max())
-        if not bool((abs(arr - arr.swapaxes(1, 2)) <= 1e-12 * scale).all()):
-            raise ValueError(f"{name} must be symmetric (to 1e-12 relative)")
         arr = 0.5 * (arr + arr.swapaxes(1, 2))
         E = np.ascontiguousarray(euler_coefficients(arr) if euler is None else arr)
         eig = np.linalg.eigvalsh(E)

@@ -87,7 +87,7 @@ from functools import lru_cache
 import numpy as np
 
 from ... import rotations as rot
-from ..core import Scheme, host
+from ..core import Scheme, host, inertia_tensors
 from .schemes import LivensState, as_rows
 
 __all__ = [
@@ -256,9 +256,10 @@ class QuaternionBodies(Scheme):
 
     Parameters
     ----------
-    inertia: (3, 3) or (N, 3, 3) float64, convected inertia tensor J about the fixed point
-        (body frame) [M L²], symmetric positive definite.
-    n: number of bodies N; needed when ``inertia`` is a single tensor.
+    inertia: convected inertia tensor J about the fixed point (body frame) [M L²], symmetric
+        positive definite: (3,) principal moments, (3, 3), or per body (N, 3) or (N, 3, 3)
+        (:func:`~granular.bodies.core.inertia_tensors`).
+    n: number of bodies N; needed when ``inertia`` is shared ((3,) or (3, 3)).
     mass: scalar or (N,) float64 [M], for the gravity potential (default 0: no potential).
     center_of_mass: (3,) or (N, 3) float64, body vector from the fixed point to the centre of
         mass ``X_c`` [L] (default 0).
@@ -287,23 +288,14 @@ class QuaternionBodies(Scheme):
         # The parameters are checked and set up on the host with NumPy (per matrix), then
         # copied to the backend: a body's parameters are the same bits alone and in any
         # batch (a GPU library's batched products may round by batch size).
-        arr = np.asarray(host(inertia), dtype=np.float64)
-        if arr.ndim not in (2, 3) or tuple(arr.shape[-2:]) != (3, 3):
-            raise ValueError(f"inertia must have shape (3, 3) or (N, 3, 3), got {tuple(arr.shape)}")
-        if arr.ndim == 3:
+        arr, per_body = inertia_tensors(inertia)  # shape, finite, symmetric, positive definite
+        if per_body:
             n = arr.shape[0] if n is None else n
         if n is None or isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f"n: the number of bodies must be a positive integer, got {n!r}")
         self.n = n = int(n)
-        J = as_rows(np, arr, n, "inertia", (3, 3))
-        scale = float(abs(J).max())
-        if not bool((abs(J - J.swapaxes(1, 2)) <= 1e-12 * scale).all()):
-            raise ValueError("inertia must be symmetric (to 1e-12 relative)")
+        J = as_rows(np, arr if per_body else arr[0], n, "inertia", (3, 3))
         J = 0.5 * (J + J.swapaxes(1, 2))
-        eig = np.linalg.eigvalsh(J)
-        if not bool((eig > 0.0).all()):
-            b = int(np.nonzero((eig <= 0.0).any(axis=1))[0][0])
-            raise ValueError(f"inertia must be positive definite; body {b} has eigenvalues {eig[b]}")
         mass = as_rows(np, host(mass), n, "mass")
         if not bool((mass >= 0.0).all()):
             raise ValueError("mass must be >= 0")

@@ -56,7 +56,7 @@ import numpy as np
 
 from ... import rotations as rot
 from ...backend import resolve_backend
-from ..core import BodyState
+from ..core import BodyState, inertia_tensors
 from .rails import Actuation, Rail, _host_rows, mass_kinematics
 
 __all__ = [
@@ -79,28 +79,11 @@ COLUMNS = ("Omega",) * 3 + ("Gamma",) * 3 + ("q",) * 4 + ("position",) * 3 + ("w
 
 
 def check_inertia(inertia):
-    """Host (B, 3, 3) float64 from (3,) principal moments, (3, 3), (N, 3) or (N, 3, 3)
-    [M L²]; ``ValueError`` unless finite, symmetric (1e-12 relative) and positive definite."""
-    try:
-        a = np.array(inertia, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"inertia: expected numbers, got {inertia!r}") from None
-    if a.shape == (3,):
-        a = np.diag(a)[None]
-    elif a.shape == (3, 3):
-        a = a[None]
-    elif a.ndim == 2 and a.shape[1] == 3:
-        a = a[:, :, None] * np.eye(3)[None]
-    if a.ndim != 3 or a.shape[1:] != (3, 3):
-        raise ValueError(f"inertia: expected shape (3,), (3, 3), (N, 3) or (N, 3, 3), got {np.shape(inertia)}")
-    if not np.isfinite(a).all():
-        raise ValueError("inertia: must be finite")
-    scale = np.abs(a).max(axis=(1, 2))
-    if (np.abs(a - a.transpose(0, 2, 1)).max(axis=(1, 2)) > 1e-12 * scale).any():
-        raise ValueError("inertia: must be symmetric")
-    if not (np.linalg.eigvalsh(a)[:, 0] > 0).all():
-        raise ValueError("inertia: must be positive definite")
-    return a
+    """Host (B, 3, 3) float64 from the body schemes' convention
+    (:func:`~granular.bodies.core.inertia_tensors`): (3,) principal moments, (3, 3),
+    (N, 3) or (N, 3, 3) [M L²]; ``ValueError`` unless finite, symmetric (1e-12 relative)
+    and positive definite."""
+    return inertia_tensors(inertia)[0]
 
 
 def _sym3_solve(a00, a01, a02, a11, a12, a22, b):

@@ -46,6 +46,7 @@ import numpy as np
 from ... import rotations as rot
 from ...rotations import array_module, skew
 from ...rotations.so3 import _coefficients
+from ..core import inertia_tensors
 
 __all__ = [
     "hexahedral_projection",
@@ -93,23 +94,11 @@ def check_mass(mass, xp=np):
 
 
 def check_inertia(inertia, xp=np):
-    """``inertia``: (3,) principal moments, (3, 3), (N, 3) or (N, 3, 3) [M L²] about the
-    centre of mass in the body frame; symmetric positive definite. Returns (B, 3, 3)."""
-    J = xp.asarray(inertia, dtype=xp.float64)
-    if J.shape == (3,) or (J.ndim == 2 and J.shape[-1] == 3 and J.shape != (3, 3)):
-        J = J[..., :, None] * xp.eye(3)
-    if J.ndim == 2:
-        J = J[None]
-    if J.ndim != 3 or J.shape[-2:] != (3, 3):
-        raise ValueError(f"inertia must have shape (3,), (3, 3), (N, 3) or (N, 3, 3), got {tuple(J.shape)}")
-    if not bool(xp.isfinite(J).all()):
-        raise ValueError("inertia must be finite")
-    scale = xp.abs(J).max(axis=(-2, -1))
-    if not bool((xp.abs(J - xp.swapaxes(J, -1, -2)).max(axis=(-2, -1)) <= 1e-12 * scale).all()):
-        raise ValueError("inertia must be symmetric")
-    if not bool((xp.linalg.eigvalsh(J)[..., 0] > 0).all()):
-        raise ValueError("inertia must be positive definite (all principal moments > 0)")
-    return J
+    """``inertia`` [M L²] about the centre of mass in the body frame, in the body schemes'
+    convention (:func:`~granular.bodies.core.inertia_tensors`): (3,) principal moments,
+    (3, 3), (N, 3) or (N, 3, 3); symmetric positive definite. Returns (B, 3, 3), B = 1
+    for a shared tensor."""
+    return xp.asarray(inertia_tensors(inertia)[0])
 
 
 # ------------------------------------------------------------------- projections
