@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from granular.run import scene as sc
 from granular.run.scene import SceneError, parse_scene
+from patience import PATIENCE
 
 #: what pydantic's own machinery looks like in a message or a path
 INTERNALS = ("constrained-", "function-", "list[", "dict[", "union[", "tagged-union", "nullable[")
@@ -203,7 +204,7 @@ def test_granular_run_prints_one_clean_line(tmp_path, body, line):
     bad = tmp_path / "bad.toml"
     bad.write_text("[run]\ndt = 0.001\nsteps = 10\n" + body)
     out = subprocess.run([sys.executable, "-m", "granular", "run", str(bad), "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     lines = out.stderr.strip().splitlines()

@@ -9,10 +9,11 @@ run of more than :data:`LONG_RUN_STEPS` steps before it starts unless asked for.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
+
+from ..io import jsonio
 
 #: Runs of more steps than this start only with --allow-long-run (or a "y" at a terminal).
 LONG_RUN_STEPS = 10**9
@@ -63,9 +64,10 @@ def long_run_refused(total, dt, args) -> str | None:
 
 def json_event(name, **fields) -> None:
     """One JSON-lines event ``{"event": name, **fields}`` on stdout (``--log-json`` of
-    ``granular run`` and ``granular ensemble``); NumPy numbers are written as numbers."""
-    print(json.dumps({"event": name, **fields}, default=lambda o: o.item() if hasattr(o, "item") else str(o)),
-          file=sys.stdout, flush=True)  # fmt: skip
+    ``granular run`` and ``granular ensemble``), standard JSON (:mod:`granular.io.jsonio`:
+    NumPy numbers as numbers, a non-finite value as the string ``"Infinity"``, ...; any
+    other object as its ``str``)."""
+    print(jsonio.dumps({"event": name, **fields}, default=str), file=sys.stdout, flush=True)
 
 
 class Progress:
