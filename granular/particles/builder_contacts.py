@@ -112,6 +112,7 @@ class ContactSettings:
 
         Examples
         --------
+        >>> from granular import ModelBuilder
         >>> b = ModelBuilder()
         >>> b.add_material("glass", 7e10, 0.25, 2500.0, restitution=0.9, friction=0.4)
         0
