@@ -30,7 +30,8 @@ def _vectors(name, value, n, width=3, allow_broadcast=True):
     return a
 
 
-def _scalars(name, value, n, positive=True):
+def _per_item(name, value, n):
+    """``value`` (a scalar, or one number per item) as a float array of shape (n,)."""
     try:
         a = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -39,6 +40,11 @@ def _scalars(name, value, n, positive=True):
         a = np.full(n, float(a))
     if a.shape != (n,):
         raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    return a
+
+
+def _scalars(name, value, n, positive=True):
+    a = _per_item(name, value, n)
     bad = ~np.isfinite(a) | ((a <= 0) if positive else False)
     if np.any(bad):
         k = int(np.argmax(bad))
@@ -48,14 +54,7 @@ def _scalars(name, value, n, positive=True):
 
 
 def _nonnegative(name, value, n, what="bond", allow_inf=False):
-    try:
-        a = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}: expected numbers, got {value!r} ({exc})") from None
-    if a.ndim == 0:
-        a = np.full(n, float(a))
-    if a.shape != (n,):
-        raise ValueError(f"{name}: expected a scalar or shape ({n},), got {a.shape}")
+    a = _per_item(name, value, n)
     ok = (a >= 0) & (np.isfinite(a) | (allow_inf & (a == np.inf)))
     if not ok.all():
         k = int(np.argmax(~ok))
