@@ -251,8 +251,8 @@ def main(argv=None) -> int:
         meta["replica_steps_per_s"] = meta.pop("body_steps_per_s")
         meta["sample_every"] = spec.sample_every
         if hist is None:
-            hist = spec.columns + [c for c in ("wall_force_max", "broken_bonds", "U_released", "v_cm_x", "v_cm_y",
-                                               "v_cm_z", "dissipated_normal", "dissipated_friction",
+            hist = spec.columns + [c for c in ("wall_contact_force_max", "broken_bonds", "U_released", "v_cm_x",
+                                               "v_cm_y", "v_cm_z", "dissipated_normal", "dissipated_friction",
                                                "energy_rel_error") if c in table]  # fmt: skip
     write_outputs(table, out, hist, meta)
     store.remove()

@@ -122,7 +122,8 @@ def series_row(model, state) -> dict:
     return row
 
 
-STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated")
+STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated",
+                "wall_contact_peak")  # fmt: skip
 
 
 def state_arrays(model, state) -> dict:
@@ -146,8 +147,8 @@ def restore_state(model, state, arrays) -> None:
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
-        if k not in arrays and k in ("released", "wall_springs", "dissipated"):  # older checkpoints
-            if target.size and k != "released":
+        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak"):  # older checkpoints
+            if target.size and k in ("wall_springs", "dissipated"):
                 raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
             target[...] = 0
             continue
