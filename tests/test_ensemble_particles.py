@@ -260,3 +260,18 @@ def test_materials_vary_per_replica(tmp_path):
         assert table["v_cm_z"][i] == float(np.asarray(state.v)[0, 2])
         assert table["dissipated_normal"][i] == pytest.approx(float(np.asarray(state.dissipated)[:, 0].sum()), rel=1e-12)
 
+
+def test_two_components_of_one_vector_vary_together():
+    # --vary of velocity[2] and of velocity[0] of one group: each replica keeps both (the
+    # later field used to start again from the scene's vector, dropping the earlier one)
+    import tomllib
+
+    scene = parse_scene(tomllib.loads(DROP))
+    vary = ["particles[0].velocity[2]=uniform(-2,-1)", "particles[0].velocity[0]=uniform(0.5,1)"]
+    spec = make_particle_spec(scene, 3, vary, 1)
+    table = ens.run_ensemble(scene, 3, vary, seed=1, chunk_size=3, steps=1)
+    for i in range(3):
+        vx, vz = table["particles[0].velocity[0]"][i], table["particles[0].velocity[2]"][i]
+        assert replica_scene(spec, i).particles[0].velocity == [vx, 0.0, vz]
+        assert table["v_cm_x"][i] == pytest.approx(vx, rel=1e-15)  # one step in free flight
+        assert table["v_cm_z"][i] == pytest.approx(vz, rel=1e-15)

@@ -343,8 +343,11 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
         base = parse_scene(spec.scene, spec.source)
     data = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
             for k, v in spec.scene.items()}  # fmt: skip
+    current = {}  # the field's value so far: --vary of two components of one vector keep both
     for j, v in enumerate(spec.vary):
-        value = _base(base, v)
+        value = current.get((v.table, v.item, v.key))
+        if value is None:
+            value = current[(v.table, v.item, v.key)] = _base(base, v)
         for comp in _components(v.name, v.index, _width(base, v)):
             value[comp] = values[_column(v, comp)][row]
         if v.table == "contacts":
