@@ -234,6 +234,14 @@ class ParticleSystem:
     def frame(self):
         return frame_data(self.model, self.state)
 
+    def plot_columns(self, data) -> dict:
+        """The columns of ``series.csv`` the plots show: ``broken_bonds`` only where bonds
+        can break (else it is 0 by construction, an empty panel)."""
+        bonds = self.model.bonds
+        if bonds is None or not bonds.can_break:
+            data = {k: v for k, v in data.items() if k != "broken_bonds"}
+        return data
+
     def check(self, row):
         return self.health.problem(row, self.state)
 
