@@ -383,11 +383,10 @@ def build(jit, law):
                 law_store(whist, i, k, r)
             if update:
                 fm = T(math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]))
-                if fm > peak:
+                if fm > peak:  # noqa: PLR1730 (a comparison, not max: a NaN never raises it, on any backend)
                     peak = fm
-        if peak > z and dyn.wpeak.shape[0] > 0:
-            if peak > dyn.wpeak[i]:
-                dyn.wpeak[i] = peak
+        if peak > z and dyn.wpeak.shape[0] > 0 and peak > dyn.wpeak[i]:  # (0,): no maximum kept
+            dyn.wpeak[i] = peak
         return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u + cu, dn, df, dr, dt, touching
 
     @jit
