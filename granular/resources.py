@@ -37,7 +37,8 @@ def bytes_per_item(dtype) -> dict:
     ``bond_device``, ``bond_host``, ``slot_device`` (one neighbour-list entry). The device
     parts are host memory on the CPU backend.
 
-    Per particle on the device: the state (x, v, q, Ω, F, RM: 19 floats) three times (the
+    Per particle on the device: the state (x, v, q, Ω, F, RM and the running maximum of
+    the wall contact force: 20 floats) three times (the
     state, the block loop's saved copy, the health check's copy), the status word, mass,
     inertia and radius, the per-particle diagnostics row (17 floats) and the zero
     velocities of analysis calls (3 floats); the neighbour list's count and ``x_ref`` (4
@@ -59,7 +60,7 @@ def bytes_per_item(dtype) -> dict:
     """
     f = np.dtype(dtype).itemsize
     return {
-        "particle_device": (3 * 19 + 3 + 17 + 3 + 3) * f + 4 + 4 + (1 + BUCKET_DEPTH) * 4 + 8,
+        "particle_device": (3 * 20 + 3 + 17 + 3 + 3) * f + 4 + 4 + (1 + BUCKET_DEPTH) * 4 + 8,
         "particle_host": 84 * 8,
         "bond_device": (16 + 9 + 5 + 3) * f + 4 * 8 + 3,
         "bond_host": 130,

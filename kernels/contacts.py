@@ -28,6 +28,7 @@ Material-pair parameters come from ``contacts.pair``, row :func:`pair_row` of th
 bodies' materials (a wall has a material too).
 """
 
+import math
 from types import SimpleNamespace
 
 from . import laws
@@ -331,7 +332,9 @@ def build(jit, law):
     def wall_sum(i, update, h, dyn, par, walls, contacts):
         """The law between ``i`` and each planar wall it meets; the history in
         ``dyn.whist[i, k]`` (``k`` the wall's place among them). Returns what
-        :func:`pair_sum` returns (all of each wall contact's energies)."""
+        :func:`pair_sum` returns (all of each wall contact's energies). With ``update``
+        (a step) the largest ``|f|`` of its wall contacts raises ``dyn.wpeak[i]`` (the
+        running maximum; (0,): not kept)."""
         x = dyn.x
         T = x.dtype.type
         z = T(0.0)
@@ -341,6 +344,7 @@ def build(jit, law):
         f1 = f2 = f3 = m1 = m2 = m3 = z
         c1 = c2 = c3 = e1 = e2 = e3 = z
         u = cu = dn = df = dr = dt = z
+        peak = z
         touching = 0
         lo, hi = wall_range(i, walls)
         for w in range(lo, hi):
@@ -383,6 +387,12 @@ def build(jit, law):
                 dt += r[D + 3]
             if update and H > 0:
                 law_store(whist, i, k, r)
+            if update:
+                fm = T(math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]))
+                if fm > peak:  # noqa: PLR1730 (a comparison, not max: a NaN never raises it, on any backend)
+                    peak = fm
+        if peak > z and dyn.wpeak.shape[0] > 0 and peak > dyn.wpeak[i]:  # (0,): no maximum kept
+            dyn.wpeak[i] = peak
         return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u + cu, dn, df, dr, dt, touching
 
     @jit

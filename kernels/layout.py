@@ -26,6 +26,10 @@ precision. Units are consistent units of length, time and mass.
     lower index, a wall contact's to its particle) [M L²/T²];
     ``nbr``, ``count``, ``x_ref``: the neighbour list the history is keyed to (the same
     arrays as in ``Contacts``), saved and restored with it.
+    ``wpeak`` (N,) with walls, else (0,): the largest magnitude of the force of one
+    particle-wall contact on each particle at any force evaluation of a step (the
+    running maximum the force pass keeps, ``|f|`` of each contact evaluated with
+    ``update``) [M L/T²]; a failed block restores it with the rest.
 
 ``Particles``: fixed per-particle parameters
     ``mass`` (N,) [M]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
@@ -85,7 +89,9 @@ precision. Units are consistent units of length, time and mass.
 
 from collections import namedtuple
 
-Dynamics = namedtuple("Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref")
+Dynamics = namedtuple(
+    "Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref wpeak"
+)
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",

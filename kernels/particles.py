@@ -153,7 +153,8 @@ def build(jit, law):
         """Copy row ``i`` of every array of the ``Dynamics`` ``src`` to ``dst`` (particles
         for ``i < N``, bonds for ``i < B``); with the dissipative contact law also the
         neighbour row with its springs (its listed slots), the wall springs and the
-        dissipated energies (one-row placeholders otherwise)."""
+        dissipated energies (one-row placeholders otherwise); with walls the running
+        maximum of the wall contact force (``wpeak``)."""
         n = src.x.shape[0]
         if i < n:
             for c in range(3):
@@ -184,6 +185,8 @@ def build(jit, law):
         if i < src.dissip.shape[0]:
             for c in range(src.dissip.shape[1]):
                 dst.dissip[i, c] = src.dissip[i, c]
+        if i < src.wpeak.shape[0]:
+            dst.wpeak[i] = src.wpeak[i]
 
     @jit
     def report_values(i, dyn, par, contacts, status):

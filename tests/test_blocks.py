@@ -8,7 +8,7 @@ import pytest
 import granular as gr
 from granular.validation import torus_setup as T
 
-FIELDS = ("x", "v", "q", "omega", "F", "RM", "broken", "released")
+FIELDS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_contact_peak")
 
 
 def snapshot(model, state):

@@ -19,7 +19,7 @@ from granular.validation import contacts as study
 from kernels.contact_laws import hertz_mindlin
 
 R = study.R
-FIELDS = ("x", "v", "q", "omega", "F", "RM", "wall_springs", "dissipated")
+FIELDS = ("x", "v", "q", "omega", "F", "RM", "wall_springs", "dissipated", "wall_contact_peak")
 
 SCENE = {
     "name": "t",
@@ -309,13 +309,13 @@ def test_cpu_and_gpu_agree(gpu_backend):
     a, b = out
     assert len(a["pairs"]) >= 1 and (a["wall_springs"] != 0).any()
     if gpu_backend.simulated:  # the same source run as Python: the same bits
-        for k in ("x", "v", "omega", "wall_springs", "dissipated", "pairs", "springs"):
+        for k in ("x", "v", "omega", "wall_springs", "dissipated", "wall_contact_peak", "pairs", "springs"):
             np.testing.assert_array_equal(b[k], a[k], err_msg=k)
     # A GPU rounds differently (fused multiply-adds, libdevice), and the stick/slip branches
     # of friction amplify it: on an H200 after 300 steps, one omega component differed by
     # 1.9e-12 of the largest (|dx| 1e-13 for the torus at 1000 steps). A law evaluated
     # differently on the GPU would differ by orders more than the 1e-10 allowed here.
-    for k in ("x", "v", "omega", "wall_springs", "dissipated"):
+    for k in ("x", "v", "omega", "wall_springs", "dissipated", "wall_contact_peak"):
         scale = np.abs(a[k]).max()
         np.testing.assert_allclose(b[k], a[k], rtol=0, atol=1e-10 * max(scale, 1e-300), err_msg=k)
     np.testing.assert_array_equal(a["pairs"], b["pairs"])

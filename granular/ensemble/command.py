@@ -141,6 +141,13 @@ def run_replica_subsample(spec: ParticleSpec, idx, out_dir: str, args) -> int:
     return 0
 
 
+def _varies(values) -> bool:
+    """Whether the finite ``values`` are not all one number."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(v.max() > v.min())
+
+
 def main(argv=None) -> int:
     """The command ``granular ensemble``; returns the exit status: 0 done, 1 a run
     failed, 2 bad input.
@@ -257,10 +264,13 @@ def main(argv=None) -> int:
         meta["kind"] = "particle replicas"
         meta["replica_steps_per_s"] = meta.pop("body_steps_per_s")
         meta["sample_every"] = spec.sample_every
-        if hist is None:
-            hist = spec.columns + [c for c in ("wall_force_max", "broken_bonds", "U_released", "v_cm_x", "v_cm_y",
-                                               "v_cm_z", "dissipated_normal", "dissipated_friction",
-                                               "energy_rel_error") if c in table]  # fmt: skip
+        if hist is None:  # wall and bond columns only where there are some (else 0 by construction)
+            walled = ("wall_contact_force_max",) if spec.scene.get("walls") else ()
+            bonded = ("broken_bonds", "U_released") if spec.bonds else ()
+            # a column equal in every replica (a velocity component no replica has) is no histogram
+            hist = spec.columns + [c for c in (*walled, *bonded, "v_cm_x", "v_cm_y", "v_cm_z",
+                                               "dissipated_normal", "dissipated_friction", "energy_rel_error")
+                                   if c in table and _varies(table[c])]  # fmt: skip
     write_outputs(table, out, hist, meta)
     store.remove()
     if args.trajectories:

@@ -230,11 +230,28 @@ def _stored_run(spec, bounds, store, client, retries, progress, runner=run_chunk
 # ----------------------------------------------------------------- output
 
 
+#: Units of the summary columns the engines write (scene units: mass M, length L, time T).
+UNITS = {"wall_contact_force_max": "[M L/T²]", "wall_force_sampled_max": "[M L/T²]", "v_cm_x": "[L/T]",
+         "v_cm_y": "[L/T]", "v_cm_z": "[L/T]", "energy_rel_error": "[-]", "broken_bonds": "[-]",
+         "contacts": "[-]", "energy0": "[M L²/T²]", "energy_error": "[M L²/T²]", "L_error_norm": "[M L²/T]",
+         "flip_time": "[T]"}  # fmt: skip
+
+
+def _unit(column: str) -> str:
+    if column in UNITS:
+        return UNITS[column]
+    if column.startswith(("kinetic_", "U_", "dissipated_")):
+        return "[M L²/T²]"
+    return ""
+
+
 def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> list[str]:
     """Write ``summaries.npz`` (one array per column; ``summaries.parquet`` too when
     pyarrow is installed), ``histograms.png`` of ``hist_columns`` (default: the sampled
     columns, ``energy_rel_error``, ``L_error_norm``, ``flip_time``; non-finite values left
-    out) and ``ensemble.json`` (``meta``) into ``out_dir``, each atomically. Returns the paths."""
+    out; each panel's abscissa the column with its unit where known, its ordinate the
+    count of replicas or bodies) and ``ensemble.json`` (``meta``) into ``out_dir``, each
+    atomically. Returns the paths."""
 
 
     os.makedirs(out_dir, exist_ok=True)
@@ -268,15 +285,21 @@ def write_outputs(table: dict, out_dir: str, hist_columns=None, meta=None) -> li
         k = len(cols)
         ncol = min(3, k)
         nrow = (k + ncol - 1) // ncol
-        fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3 * nrow), squeeze=False)
+        from matplotlib.ticker import MaxNLocator
+
+        what = "replicas" if "replica" in table else "bodies"
+        fig, axes = plt.subplots(nrow, ncol, figsize=(4.3 * ncol, 3.3 * nrow), squeeze=False, layout="constrained")
         for ax, c in zip(axes.flat, cols):
             v = np.asarray(table[c], dtype=np.float64)
             v = v[np.isfinite(v)]
             ax.hist(v, bins=min(50, max(5, int(np.sqrt(v.size)))))
-            ax.set_title(f"{c} ({v.size} of {len(table[c])})", fontsize=9)
+            ax.set_title(c if v.size == len(table[c]) else f"{c} ({v.size} of {len(table[c])} finite)", fontsize=9)
+            ax.set_xlabel(f"{c} {_unit(c)}".rstrip(), fontsize=8)
+            ax.set_ylabel(what, fontsize=8)
+            ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4), useMathText=True)
         for ax in list(axes.flat)[k:]:
             ax.set_visible(False)
-        fig.tight_layout()
         paths.append(atomic_write(os.path.join(out_dir, "histograms.png"),
                                   lambda tmp: fig.savefig(tmp, format="png", dpi=90)))  # fmt: skip
         plt.close(fig)

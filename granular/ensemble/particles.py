@@ -41,11 +41,17 @@ value of every diagnostic of :data:`kernels.layout.DIAGNOSTICS` summed over the 
 (``kinetic_translational``, ``U_a`` ..., ``broken_bonds``, ``U_released``,
 ``dissipated_*`` with the dissipative law, ``P_x`` ..., ``L_x`` ..., ``contacts``);
 ``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (final centre-of-mass velocity [L/T]);
-``wall_force_max`` (the largest magnitude of the force the walls exert on the replica,
-over the samples taken every ``sample_every`` steps: the run's ``series_every``, or a
-two-hundredth of the run [M L/T²]); ``energy0``, ``energy_error`` and ``energy_rel_error``
-(drift of kinetic + potential + released + dissipated energy, absolute [M L²/T²] and
-relative to ``|energy0|``).
+``wall_contact_force_max`` (the largest magnitude of the force one wall exerted on one
+particle of the replica, at any step of the run: a running maximum kept per particle by
+the force pass on the device, every step, reduced per replica at the end [M L/T²]; with
+one particle per replica and one wall touched at a time it is the peak of the force the
+walls exert on the replica); ``wall_force_sampled_max`` (the largest magnitude of the
+total force the walls exert on the replica, but only over the samples taken every
+``sample_every`` steps, the run's ``series_every`` or a two-hundredth of the run
+[M L/T²]: an impact shorter than ``sample_every`` steps is usually missed, and the
+column is 0 then); ``energy0``, ``energy_error`` and ``energy_rel_error`` (drift of
+kinetic + potential + released + dissipated energy, absolute [M L²/T²] and relative to
+``|energy0|``).
 """
 
 from __future__ import annotations
@@ -337,8 +343,11 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
         base = parse_scene(spec.scene, spec.source)
     data = {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
             for k, v in spec.scene.items()}  # fmt: skip
+    current = {}  # the field's value so far: --vary of two components of one vector keep both
     for j, v in enumerate(spec.vary):
-        value = _base(base, v)
+        value = current.get((v.table, v.item, v.key))
+        if value is None:
+            value = current[(v.table, v.item, v.key)] = _base(base, v)
         for comp in _components(v.name, v.index, _width(base, v)):
             value[comp] = values[_column(v, comp)][row]
         if v.table == "contacts":
@@ -412,7 +421,8 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
         table[k] = d[k]
     for axis in "xyz":
         table[f"v_cm_{axis}"] = d[f"v_cm_{axis}"]
-    table["wall_force_max"] = peak
+    table["wall_contact_force_max"] = d["wall_contact_force_max"]
+    table["wall_force_sampled_max"] = peak
     table["energy0"] = e0
     table["energy_error"] = e1 - e0
     table["energy_rel_error"] = (e1 - e0) / np.maximum(np.abs(e0), np.finfo(np.float64).tiny)

@@ -108,7 +108,8 @@ class Model:
             its dtype; zero forces (``forces_valid`` false), intact bonds, ``time = 0``,
             ``step = 0``; with a contact law that keeps history, no history (the wall
             contacts' (N, W, H) and a neighbour list without any); with one that
-            dissipates, zero dissipated energies (N, 4). Every call gives an independent
+            dissipates, zero dissipated energies (N, 4); with walls, a zero running
+            maximum of the wall contact force (N,). Every call gives an independent
             state.
         """
         x, v, q, omega = self._initial
@@ -117,7 +118,8 @@ class Model:
         n_walls = 0 if walls is None else walls.per_particle
         state = State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds,
                                walls=n_walls if history else 0, history=history,
-                               dissipation=self.law is not None and self.law.dissipates)  # fmt: skip
+                               dissipation=self.law is not None and self.law.dissipates,
+                               wall_peak=walls is not None)  # fmt: skip
         contacts = self.force("contacts")
         state.neighbors = contacts.new_list() if contacts is not None else None
         return state
@@ -178,10 +180,11 @@ class Model:
 
         ``cfg`` is a state or configuration (an object with ``x``, ``q``, ``F``, ``RM``,
         ``broken`` and optionally ``v``, ``omega``, ``released``, ``wall_springs``,
-        ``dissipated``, ``neighbors``; missing velocities count as zero, missing history
-        as none). With a law that reads velocities, ``step``: the bundle of the step loop
-        (the law's own ``vp``, ``wp``, written by the advance pass); else the force pass
-        sees ``v`` and ``Ω`` themselves."""
+        ``dissipated``, ``wall_contact_peak``, ``neighbors``; missing velocities count as
+        zero, missing history as none, a missing peak is not kept). With a law that reads
+        velocities, ``step``: the bundle of the step loop (the law's own ``vp``, ``wp``,
+        written by the advance pass); else the force pass sees ``v`` and ``Ω``
+        themselves."""
         dev = self.backend.kernels.to_device
         xp = self.backend.xp
         if self._zeros is None:
@@ -200,7 +203,19 @@ class Model:
             dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
             dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
             dev(law["live"]), dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
+            dev(self.wall_peak_of(cfg)),
         )  # fmt: skip
+
+    def wall_peak_of(self, cfg):
+        """Internal plumbing of the step loop: ``cfg``'s running maximum of the wall
+        contact force (``State.wall_contact_peak``, (N,)) where it has one of ``N`` rows,
+        else an empty placeholder (the force pass keeps no maximum)."""
+        peak = getattr(cfg, "wall_contact_peak", None)
+        if peak is None or peak.ndim != 1 or peak.shape[0] != self.n or peak.shape[0] == 0:
+            if getattr(self, "_peak_none", None) is None:
+                self._peak_none = self.backend.xp.zeros(0, self.dtype)
+            return self._peak_none
+        return peak
 
     def law_arrays(self, cfg=None) -> dict:
         """Internal plumbing of the step loop: the contact law's arrays of a ``Dynamics`` bundle.

@@ -17,7 +17,9 @@ backend; ``tests/test_replicas.py``).
 
 :func:`replica_diagnostics` reduces the per-particle diagnostics row of the step kernels
 (:data:`kernels.layout.DIAGNOSTICS`) per replica on the device, and adds the centre-of-mass
-velocity and the force the walls exert on each replica.
+velocity, the force the walls exert on each replica, and the largest force one wall
+contact exerted on one of its particles at any step so far (the per-particle running
+maximum ``State.wall_contact_peak`` the force pass keeps, reduced per replica).
 """
 
 from __future__ import annotations
@@ -49,6 +51,17 @@ def _segment_sums(model, rows):
     return np.add.reduceat(host, starts, axis=0)
 
 
+def _segment_max(model, values):
+    """Per-replica maxima of ``values`` (N,) (backend array) as host float64 (R,)."""
+    counts = np.bincount(model.replica, minlength=model.replica_count)
+    if (counts == counts[0]).all():
+        peaks = values.reshape(model.replica_count, int(counts[0])).max(axis=1)
+        return np.asarray(model.backend.to_host(peaks), dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    host = np.asarray(model.backend.to_host(values), dtype=np.float64)
+    return np.maximum.reduceat(host, starts)
+
+
 def replica_diagnostics(model, state) -> dict:
     """The diagnostics of each replica of ``model`` at ``state``.
 
@@ -67,7 +80,11 @@ def replica_diagnostics(model, state) -> dict:
         bonds, released and dissipated energy, contacts), ``mass`` [M],
         ``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (centre-of-mass velocity [L/T]) and
         ``wall_force_x``, ``wall_force_y``, ``wall_force_z``, ``wall_force`` (the force
-        the replica's walls exert on it, and its magnitude [M L/T²]).
+        the replica's walls exert on it at ``state``, and its magnitude [M L/T²]),
+        ``wall_contact_force_max`` (the largest magnitude of the force one wall exerted
+        on one particle of the replica at any step of the state's run so far, the
+        maximum of ``state.wall_contact_peak`` over its particles [M L/T²]; 0 without
+        walls or before any wall contact).
 
     Raises
     ------
@@ -94,4 +111,9 @@ def replica_diagnostics(model, state) -> dict:
     for c, axis in enumerate("xyz"):
         out[f"wall_force_{axis}"] = force[:, c]
     out["wall_force"] = np.linalg.norm(force, axis=1)
+    peak = getattr(state, "wall_contact_peak", None)
+    if peak is not None and peak.shape == (model.n,) and model.n:
+        out["wall_contact_force_max"] = _segment_max(model, peak)
+    else:
+        out["wall_contact_force_max"] = np.zeros(model.replica_count)
     return out

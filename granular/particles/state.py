@@ -22,6 +22,11 @@ default), in consistent units of length, time and mass:
                             damping, friction slip, rolling, twisting (a pair's is
                             booked to its lower index, a wall contact's to its
                             particle) [M L²/T²] (a law that dissipates, else (0, 4))
+``wall_contact_peak`` (N,)  the largest magnitude of the force of one wall contact on
+                            the particle at any step so far (and at the first force
+                            evaluation): a running maximum the force pass keeps on
+                            the device, every step [M L/T²] (a model with walls, else
+                            (0,))
 ``neighbors``               the neighbour list of contact candidates with the pair
                             contacts' history (:class:`~granular.particles.neighbors.
                             NeighborList`), or ``None`` without a list
@@ -91,6 +96,10 @@ class State:
     dissipated : array, (N, 4)
         Energy each particle's contacts dissipated: normal damping, friction, rolling,
         twisting [M L²/T²] (a contact law that dissipates; else empty).
+    wall_contact_peak : array, (N,)
+        The largest magnitude of the force of one wall contact on each particle at any
+        step so far [M L/T²], kept by the force pass on the device (every step, not only
+        at samples); a model with walls, else empty. Set it to 0 to start a new maximum.
     neighbors : NeighborList or None
         The Verlet list of contact candidates and, parallel to its rows, the history of
         the pair contacts: part of the state (checkpoints and rewinds keep it).
@@ -116,6 +125,7 @@ class State:
     released: object = None
     wall_springs: object = None
     dissipated: object = None
+    wall_contact_peak: object = None
     neighbors: object = field(default=None, repr=False, compare=False)
     time: float = 0.0
     step: int = 0
@@ -129,10 +139,11 @@ class State:
 
     @classmethod
     def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int = 0, history: int = 0,
-                 dissipation: bool = False) -> "State":  # fmt: skip
+                 dissipation: bool = False, wall_peak: bool = False) -> "State":  # fmt: skip
         """A state with copies of the given initial arrays, zero forces, intact bonds;
         with ``history`` floats per contact the wall history of ``walls`` walls per
-        particle, with ``dissipation`` the dissipated energies (zero)."""
+        particle, with ``dissipation`` the dissipated energies (zero), with ``wall_peak``
+        the running maximum of the wall contact force (zero)."""
         return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
@@ -145,6 +156,7 @@ class State:
             released=xp.zeros(n_bonds, dtype=dtype),
             wall_springs=xp.zeros((n, walls, history) if history else (0, 0, 1), dtype=dtype),
             dissipated=xp.zeros((n, 4) if dissipation else (0, 4), dtype=dtype),
+            wall_contact_peak=xp.zeros(n if wall_peak else 0, dtype=dtype),
         )
 
     @property
@@ -195,6 +207,8 @@ class State:
         new = State.allocate(xp, self.n, self.x.dtype, self.x, self.v, self.q, self.omega, len(self.broken))
         new.wall_springs = self.wall_springs.copy()
         new.dissipated = self.dissipated.copy()
+        if self.wall_contact_peak is not None:
+            new.wall_contact_peak = self.wall_contact_peak.copy()
         new.neighbors = None if self.neighbors is None else self.neighbors.copy()
         new.F[...] = self.F
         new.RM[...] = self.RM

@@ -122,7 +122,8 @@ def series_row(model, state) -> dict:
     return row
 
 
-STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated")
+STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated",
+                "wall_contact_peak")  # fmt: skip
 
 
 def state_arrays(model, state) -> dict:
@@ -146,8 +147,8 @@ def restore_state(model, state, arrays) -> None:
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
-        if k not in arrays and k in ("released", "wall_springs", "dissipated"):  # older checkpoints
-            if target.size and k != "released":
+        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak"):  # older checkpoints
+            if target.size and k in ("wall_springs", "dissipated"):
                 raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
             target[...] = 0
             continue
@@ -232,6 +233,14 @@ class ParticleSystem:
 
     def frame(self):
         return frame_data(self.model, self.state)
+
+    def plot_columns(self, data) -> dict:
+        """The columns of ``series.csv`` the plots show: ``broken_bonds`` only where bonds
+        can break (else it is 0 by construction, an empty panel)."""
+        bonds = self.model.bonds
+        if bonds is None or not bonds.can_break:
+            data = {k: v for k, v in data.items() if k != "broken_bonds"}
+        return data
 
     def check(self, row):
         return self.health.problem(row, self.state)

@@ -507,42 +507,62 @@ def run(quick=False, backend="cpu") -> Report:
 def _plot(data, path):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 8), layout="constrained")
-    ax = fig.subplots(2, 2)
-    for e, row in data["restitution"].items():
-        v = [float(k) for k in row]
-        ax[0, 0].semilogx(v, [row[k] / float(e) for k in row], "o-", label=f"e = {e}")
-    ax[0, 0].axhspan(0.99, 1.01, color="0.9")
-    ax[0, 0].set_xlabel("impact speed")
-    ax[0, 0].set_ylabel("measured / requested e")
-    ax[0, 0].legend(fontsize="small")
+    order = "order_predicted" in data  # the full study: the convergence panel too
+    fig = Figure(figsize=(13, 9) if order else (16, 4.8), layout="constrained")
+    ax = fig.subplots(2, 2).ravel() if order else fig.subplots(1, 3)
+    fig.suptitle("granular validate contacts: Hertz-Mindlin with Tsuji damping (glass spheres, SI units)")
+    a = ax[0]
+    for k, (e, row) in enumerate(data["restitution"].items()):
+        v = [float(x) for x in row]
+        a.semilogx(v, [row[x] / float(e) for x in row], marker="os^vD<>"[k % 7], ls=("-", "--", ":", "-.")[k % 4],
+                   ms=6 - k % 3, mfc="none", label=f"e = {e}")  # fmt: skip
+    a.axhspan(0.99, 1.01, color="0.92", label="±1 % (the check)")
+    a.set_title("damped normal impact on a wall: restitution", fontsize="medium")
+    a.set_xlabel("impact speed [m/s]")
+    a.set_ylabel("measured e / requested e [-]")
+    a.legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.08), ncols=4, borderaxespad=0.0)
+    a.set_ylim(0.985, 1.015)
     ob = data["oblique"]
     t = [o["tan_theta"] for o in ob]
-    ax[0, 1].plot(t, [o["v_t"] for o in ob], "o", label="v_t' (granular)")
-    ax[0, 1].plot(t, [o["v_t_ref"] for o in ob], "-", label="v_t' (theory)")
-    ax[0, 1].plot(t, [o["r_omega"] for o in ob], "s", label="r ω' (granular)")
-    ax[0, 1].plot(t, [o["r_omega_ref"] for o in ob], "--", label="r ω' (theory)")
-    ax[0, 1].set_xlabel("tan θ = v_t / v_n")
-    ax[0, 1].set_ylabel("rebound / v_n")
-    ax[0, 1].legend(fontsize="small")
-    ax[1, 0].bar(["elastic wall t_c", "elastic wall F", "pair t_c", "pair F"],
-                 [data["elastic_wall"]["t_c"] / data["elastic_wall"]["t_c_theory"],
-                  data["elastic_wall"]["F_max"] / data["elastic_wall"]["F_max_theory"],
-                  data["elastic_pair"]["t_c"] / data["elastic_pair"]["t_c_theory"],
-                  data["elastic_pair"]["F_max"] / data["elastic_pair"]["F_max_theory"]])  # fmt: skip
-    ax[1, 0].set_ylim(0.98, 1.02)
-    ax[1, 0].set_ylabel("measured / Hertz")
-    if "order_predicted" in data:
+    a = ax[1]
+    a.plot(t, [o["v_t_ref"] for o in ob], "-", color="C0", label="v_t' theory")
+    a.plot(t, [o["v_t"] for o in ob], "o", color="C0", mfc="none", ms=8, label="v_t' granular")
+    a.plot(t, [o["r_omega_ref"] for o in ob], "--", color="C1", label="r ω' theory")
+    a.plot(t, [o["r_omega"] for o in ob], "s", color="C1", mfc="none", ms=8, label="r ω' granular")
+    a.set_title("oblique impact on a wall (μ = 0.3): rebound", fontsize="medium")
+    a.set_xlabel("incidence tan θ = v_t / v_n [-]")
+    a.set_ylabel("rebound velocity / v_n [-]")
+    a.legend(fontsize="small", loc="upper left")
+    a = ax[2]
+    labels = ["sphere on wall:\ncontact time", "sphere on wall:\npeak force", "two spheres:\ncontact time",
+              "two spheres:\npeak force"]  # fmt: skip
+    ratios = [data["elastic_wall"]["t_c"] / data["elastic_wall"]["t_c_theory"],
+              data["elastic_wall"]["F_max"] / data["elastic_wall"]["F_max_theory"],
+              data["elastic_pair"]["t_c"] / data["elastic_pair"]["t_c_theory"],
+              data["elastic_pair"]["F_max"] / data["elastic_pair"]["F_max_theory"]]  # fmt: skip
+    a.axhspan(0.99, 1.01, color="0.92", label="±1 % (the check)")
+    a.plot(range(4), ratios, "o", color="C0", ms=9, label="granular / Hertz")
+    for x, r in enumerate(ratios):
+        a.annotate(f"{r:.5f}", (x, r), textcoords="offset points", xytext=(0, 9), ha="center", fontsize="small")
+    a.set_xticks(range(4), labels, fontsize="small")
+    a.set_xlim(-0.5, 3.5)
+    a.set_ylim(0.985, 1.015)
+    a.set_title("elastic normal impact: against Hertz", fontsize="medium")
+    a.set_ylabel("measured / Hertz [-]")
+    a.legend(fontsize="small", loc="lower right")
+    if order:
+        a = ax[3]
         for key, mark in (("order_predicted", "o-"), ("order_half", "s--")):
             o = data[key]
             h = [1.0 / k for k in o["steps_per_contact"]]
-            ax[1, 1].loglog(h, o["error_e"], mark, label=f"e, {key[6:]} ({o['order_e']:.2f})")
+            a.loglog(h, o["error_e"], mark, label=f"e, {key[6:]} velocity (order {o['order_e']:.2f})")
             for c in o["spin"]:
-                ax[1, 1].loglog(h, c["error"], mark, alpha=0.5,
-                                label=f"spin e={c['e']:g} tan={c['tan_theta']:g}, {key[6:]} ({c['order']:.2f})")
-        ax[1, 1].set_xlabel("h / t_c")
-        ax[1, 1].set_ylabel("error")
-        ax[1, 1].legend(fontsize="x-small")
+                a.loglog(h, c["error"], mark, alpha=0.5, label=f"spin, e = {c['e']:g}, tan θ = {c['tan_theta']:g}, "
+                                                                f"{key[6:]} (order {c['order']:.2f})")  # fmt: skip
+        a.set_title("convergence with the step", fontsize="medium")
+        a.set_xlabel("h / t_c [-]")
+        a.set_ylabel("error [-]")
+        a.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)

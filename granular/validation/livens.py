@@ -227,7 +227,9 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(22, 20))
+    from .figures import finish
+
+    fig = plt.figure(figsize=(26, 22), layout="constrained")
     ax = lambda k: fig.add_subplot(5, 5, k)  # noqa: E731
     a = ax(1)
     for key in ("T", "V", "E"):
@@ -273,7 +275,7 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
         a.plot(r["t"][1:], np.diff(r["L"][:, i]), label=f"L{i + 1}")
     a.set_title("5.3 EML: L increments (Fig. 8)", fontsize=9)
     a.legend(fontsize=7)
-    a = ax(10)
+    a = ax10 = ax(10)
     labels = list(d53["time_per_step_s"])
     for j, lab in enumerate(labels):
         c = d53["time_per_step_s"][lab]
@@ -285,7 +287,8 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
     a = ax(11)
     a.loglog(conv["h"], conv["error"], "o-")
     a.set_title(f"5.3 EML vs SciPy, order {conv['order']:.2f}", fontsize=9)
-    a.set_xlabel("h")
+    a.set_xlabel("step h [T]")
+    a.set_ylabel("error [-]")
     a = ax(12)
     for k, rr in top.items():
         E0 = abs(rr["E"][0])
@@ -314,7 +317,8 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
     for k, errs in tconv["error"].items():
         a.loglog(tconv["h"], errs, "o-", label=f"{k} ({tconv['order'][k]:.2f})")
     a.set_title("5.4: error (121) at t = 0.1 (Fig. 13)", fontsize=9)
-    a.set_xlabel("h")
+    a.set_xlabel("step h [T]")
+    a.set_ylabel("error [-]")
     a.legend(fontsize=7)
     a = ax(17)
     ts = np.linspace(0, 2, 201)
@@ -356,6 +360,9 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
     a.set_title("5.3 EML, T = 10: |q.v| at the nodes (exact: 0)", fontsize=9)
     a.legend(fontsize=7)
     fig.suptitle("Livens EM integrators with quaternions (paper 002, Sect. 5): examples 5.1-5.5")
-    fig.tight_layout()
+    for a in fig.axes:  # every other panel runs against time
+        if getattr(a, "name", "") != "3d" and not a.get_xlabel() and a is not ax10:
+            a.set_xlabel("time t [T]", fontsize=8)
+    finish(fig)
     fig.savefig(path, dpi=80)
     plt.close(fig)

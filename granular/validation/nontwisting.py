@@ -388,7 +388,7 @@ def _plot(path, run, q, t_q, dla1):
     import matplotlib.pyplot as plt
 
     t = run["t"]
-    fig = plt.figure(figsize=(20, 15))
+    fig = plt.figure(figsize=(20, 15), layout="constrained")
     for b in range(3):
         ax = [fig.add_subplot(4, 5, 5 * b + k + 1) for k in range(4)]
         for i, lab in enumerate(("1", "2", "3")):
@@ -396,10 +396,20 @@ def _plot(path, run, q, t_q, dla1):
             ax[1].plot(t, run["Pi"][:, b, i], label=rf"$\Pi^{lab}$")
         ax[0].set_title(f"case {b + 1}: spatial angular momentum (Fig. {3 * b + 1})", fontsize=9)
         ax[1].set_title(f"case {b + 1}: material angular momentum", fontsize=9)
-        ax[2].plot(t, run["K"][:, b])
+        ax[0].set_ylabel("π [kg m²/s]", fontsize=9)
+        ax[1].set_ylabel("Π [kg m²/s]", fontsize=9)
+        K = run["K"][:, b]
+        if np.ptp(K) <= 1e-6 * max(abs(K[0]), 1e-300):  # conserved: its change, not digits on an offset
+            ax[2].plot(t, K - K[0])
+            ax[2].set_ylabel(f"K - K(0) [J], K(0) = {K[0]:.10g} J", fontsize=9)
+        else:
+            ax[2].plot(t, K)
+            ax[2].set_ylabel("K [J]", fontsize=9)
         ax[2].set_title(f"case {b + 1}: kinetic energy (Fig. {3 * b + 2})", fontsize=9)
-        ax[3].plot(t_q, q[:, b], "o-")
-        ax[3].axhline(4.0, color="k", ls=":")
+        ax[3].plot(t_q, q[:, b], "o-", label="quotient")
+        ax[3].axhline(4.0, color="k", ls=":", label="4: order 2")
+        ax[3].set_ylabel("second quotient of precision [-]", fontsize=9)
+        ax[3].legend(fontsize=7)
         ax[3].set_title(f"case {b + 1}: second quotient of precision, h = {run['h']}", fontsize=9)
         for a in ax:
             a.set_xlabel("t [s]")
@@ -420,8 +430,11 @@ def _plot(path, run, q, t_q, dla1):
         a.plot(td[seld], dla1["d"][seld, 0, 2, i], "--", label="DLA")
         a.set_title(f"case 1: component {i + 1} of d3, last second (Figs. 10-12)", fontsize=9)
         a.set_xlabel("t [s]")
+        a.set_ylabel(f"d3 component {i + 1} [-]", fontsize=9)
         a.legend(fontsize=7)
     fig.suptitle("Rigid body on the non-twisting frame (paper 000, Sect. 6): EM scheme (92)-(94), h = 0.005")
-    fig.tight_layout()
+    from .figures import finish
+
+    finish(fig)
     fig.savefig(path, dpi=90)
     plt.close(fig)

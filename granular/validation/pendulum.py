@@ -140,9 +140,10 @@ def _plot(path, hs, errors, history):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     marks = {"exact": ("o", "map (23)"), "verlet": ("v", "map (25)"), "campello": ("s", "map (27)")}
-    fig, ax = plt.subplots(2, 2, figsize=(10, 8))
+    fig, ax = plt.subplots(2, 2, figsize=(11, 9), layout="constrained")
     h = np.asarray(hs)
     for scheme, (mk, label) in marks.items():
         ax[0, 0].loglog(h, errors[scheme]["E_error"], mk + "-", label=label, mfc="none")
@@ -151,23 +152,29 @@ def _plot(path, hs, errors, history):
             ax[0, 1].loglog(h, errors[scheme]["H1_difference"], mk + "--", label=f"{label}: H1 distance", mfc="none")
     for a, p in ((ax[0, 0], 2), (ax[0, 1], 1)):
         ref = errors["verlet"]["E_error" if p == 2 else "q_error"][0] * (h / h[0]) ** p
-        a.loglog(h, ref, "k:", label=f"slope {p}")
-        a.set_xlabel("h")
+        a.loglog(h, ref, "k:", lw=2.5, alpha=0.6, label=f"slope {p}")
+        a.set_xlabel("step h [T]")
+        a.set_xticks(h, [f"{x:g}" for x in h])  # the steps run, not crowded minor labels
+        a.xaxis.set_minor_formatter(NullFormatter())
         a.legend(fontsize=8)
-    ax[0, 0].set_ylabel("E(t)-error (38)")
-    ax[0, 1].set_ylabel("trajectory error")
+    ax[0, 0].set_title("energy error against the step", fontsize="medium")
+    ax[0, 1].set_title("trajectory error against the step", fontsize="medium")
+    ax[0, 0].set_ylabel("E(t)-error (38) [-]")
+    ax[0, 1].set_ylabel("trajectory error [-]")
     for scheme in ("exact", "verlet"):
         mk, label = marks[scheme]
         hist = history[scheme]
         ax[1, 0].semilogy(hist["t"][1:], np.maximum(hist["dot"][1:], 1e-18), mk, ms=3, label=label, mfc="none")
         ax[1, 1].semilogy(hist["t"][1:], np.maximum(hist["norm"][1:], 1e-18), mk, ms=3, label=label, mfc="none")
-    ax[1, 0].set_ylabel(r"$|R\rho_0\cdot\Omega - (R\rho_0\cdot\Omega)_0|$ (41b), relative")
-    ax[1, 1].set_ylabel(r"$||R\rho_0| - 1|$ (41c)")
+    ax[1, 0].set_ylabel(r"$|R\rho_0\cdot\Omega - (R\rho_0\cdot\Omega)_0|$ (41b), relative [-]")
+    ax[1, 1].set_ylabel(r"$||R\rho_0| - 1|$ (41c) [-]")
+    ax[1, 0].set_title("invariant (41b) along the run (0 drawn at 1e-18)", fontsize="medium")
+    ax[1, 1].set_title("invariant (41c) along the run (0 drawn at 1e-18)", fontsize="medium")
     for a in ax[1]:
-        a.set_xlabel("t")
-        a.axhline(1e-13, color="k", ls=":", lw=1)
-        a.legend(fontsize=8)
+        a.set_xlabel("time t [T]")
+        a.axhline(1e-13, color="k", ls=":", lw=1, label="1e-13 (the check)")
+        a.set_ylim(top=1e-12)
+        a.legend(fontsize=8, loc="upper right", ncols=3)
     fig.suptitle("3D pendulum (paper 003, Fig. 1): convergence and invariants")
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -83,7 +83,10 @@ class Report:
         if self.plotter is not None:
             png = os.path.join(out_dir, f"{self.name}.png")
             tmp = os.path.join(out_dir, f".{self.name}.part.png")
-            self.plotter(tmp)
+            from .figures import style
+
+            with style():  # curves that coincide stay told apart (granular.validation.figures)
+                self.plotter(tmp)
             os.replace(tmp, png)
             written.append(png)
         return written

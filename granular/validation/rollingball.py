@@ -416,14 +416,16 @@ def _plot(path, paths, rest, moving, planar, cross):
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401  (NullFormatter)
 
-    fig, axes = plt.subplots(2, 3, figsize=(15, 9))
+    from .figures import finish
+
+    fig, axes = plt.subplots(2, 3, figsize=(17, 9), layout="constrained")
     ax = axes[0, 0]
     for name, v in paths.items():
         ax.plot(v["xy"][:, 0], v["xy"][:, 1], lw=1, label=name)
         ax.plot(v["xy"][-1, 0], v["xy"][-1, 1], "o", ms=3, color=ax.lines[-1].get_color())
     ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    ax.set_xlabel("x [L]")
+    ax.set_ylabel("y [L]")
     ax.set_title("contact paths on the plane (o: end)")
     ax.legend(fontsize=8)
     ax = axes[0, 1]
@@ -431,33 +433,38 @@ def _plot(path, paths, rest, moving, planar, cross):
     ax.loglog(h, rest["errors"], "o-", mfc="none", label="masses at rest: max|E-E0|/E0")
     ax.loglog(moving["hs"], moving["errors"], "s-", mfc="none", label="moving: max|E-E0-W|/E0")
     ax.loglog(h, rest["errors"][-1] * (h / h[-1]) ** 4, "k:", label="slope 4")
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("h")
+    ax.set_xlabel("step h [T]")
+    ax.set_ylabel("relative energy (balance) error [-]")
     ax.set_title(f"RK4 energy (balance) error: orders {rest['order']:.2f}, {moving['order']:.2f}", fontsize=9)
     ax.legend(fontsize=8)
     ax = axes[0, 2]
     tr, ref = moving["traj"], moving["ref"]
     ax.plot(tr["t"], tr["E"] - moving["E0"], label="E(t) - E(0), RK4 h = 0.005")
     ax.plot(ref["t"], ref["work_actuation"], "o", ms=3, mfc="none", label="work of rail forces (Newton-Euler)")
-    ax.set_xlabel("t")
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("energy [M L²/T²]")
     ax.set_title("moving masses: energy change = actuation work", fontsize=9)
     ax.legend(fontsize=8)
     ax = axes[1, 0]
     ax.plot(planar["t"], planar["x_disk"])
-    ax.set_xlabel("t")
-    ax.set_ylabel("x")
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("x [L]")
     ax.set_title(f"planar: disk x(t); max|x_3D - x_disk| = {planar['x']:.1e}", fontsize=9)
     ax = axes[1, 1]
     ax.semilogy(cross["t"], np.maximum(cross["diff_t"], 1e-18))
-    ax.axhline(1e-8, color="k", ls=":", lw=1)
-    ax.set_xlabel("t")
+    ax.axhline(1e-8, color="k", ls=":", lw=1, label="1e-8 (the check)")
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("|ΔΩ| [1/T] (0 drawn at 1e-18)")
+    ax.legend(fontsize=8)
     ax.set_title("random rail: |Omega_RK4 - Omega_Newton-Euler|", fontsize=9)
     ax = axes[1, 2]
     fine = rest["fine"]
     ax.plot(fine["y"][:, 10], fine["y"][:, 11], lw=1)
     ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x [L]")
+    ax.set_ylabel("y [L]")
     ax.set_title("masses at rest: contact path", fontsize=9)
     fig.suptitle("Rolling ball actuated by internal point masses (paper 004)")
-    fig.tight_layout()
+    finish(fig)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -215,31 +215,35 @@ def _plot(path, plots):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(2, 3, figsize=(16, 9))
+    from .figures import finish
+
+    fig, ax = plt.subplots(2, 3, figsize=(19, 10), layout="constrained")
     hist = plots["fig4"]["paper U^pp, h=5e-4"]
     for k in ENERGY_KEYS:
-        ax[0, 0].plot(hist["t"], hist[k], label=k, lw=1.2 if k == "total" else 0.8)
-    ax[0, 0].set(title="Fig. 4: energy by kind, map (25), h=5e-4", xlabel="t", ylabel="energy")
-    ax[0, 0].legend(fontsize=7, ncol=2)
+        ax[0, 0].plot(hist["t"], hist[k], label=k, **({"color": "k", "ls": "-", "lw": 2.0} if k == "total" else {}))
+    ax[0, 0].set(title="Fig. 4: energy by kind, map (25), h=5e-4", xlabel="time t [T]", ylabel="energy [M L²/T²]")
+    ax[0, 0].legend(fontsize=7)
     for label, h in plots["fig4"].items():
         ax[0, 1].plot(h["t"], (h["total"] - h["total"][0]) / h["total"][0], label=label, lw=0.8)
-    ax[0, 1].set(title="total energy, relative change", xlabel="t")
+    ax[0, 1].set(title="total energy, relative change", xlabel="time t [T]", ylabel="(E - E₀) / E₀ [-]")
     ax[0, 1].legend(fontsize=7)
     for eq, (t, rel) in plots["fig5"].items():
         ax[0, 2].plot(t, rel, label=f"map {eq}", lw=0.8)
-    ax[0, 2].set(title="Fig. 5: long-time energy, h=2e-3 (no bonded contacts)", xlabel="t", ylabel="(E-E0)/E0")
+    ax[0, 2].set(title="Fig. 5: long-time energy, h=2e-3 (no bonded contacts)", xlabel="time t [T]",
+                 ylabel="(E - E₀) / E₀ [-]")  # fmt: skip
     ax[0, 2].legend(fontsize=7)
     for label, (t, P, L) in plots["fig6"].items():
         if label.startswith("free"):
-            ax[1, 0].semilogy(t[1:], np.maximum(np.abs(P[1:] - P[0]).max(axis=1), 1e-18), label=f"P, {label}", lw=0.8)
-            ax[1, 0].semilogy(t[1:], np.maximum(np.abs(L[1:] - L[0]).max(axis=1), 1e-18), label=f"L, {label}", lw=0.8)
+            ax[1, 0].semilogy(t[1:], np.maximum(np.abs(P[1:] - P[0]).max(axis=1), 1e-18), label=f"P, {label}")
+            ax[1, 0].semilogy(t[1:], np.maximum(np.abs(L[1:] - L[0]).max(axis=1), 1e-18), label=f"L, {label}")
         else:
             for c, name in ((0, "P_x"), (1, "P_y"), (2, "P_z")):
-                ax[1, 1].plot(t, P[:, c], label=name, lw=0.8)
-            ax[1, 1].plot(t, L[:, 0], label="L_x", lw=0.8)
-    ax[1, 0].set(title="Fig. 6: free flight, max change of P and L", xlabel="t")
+                ax[1, 1].plot(t, P[:, c], label=name)
+            ax[1, 1].plot(t, L[:, 0], label="L_x")
+    ax[1, 0].set(title="Fig. 6: free flight, max change of P and L", xlabel="time t [T]",
+                 ylabel="max |P - P₀| [M L/T], |L - L₀| [M L²/T]")  # fmt: skip
     ax[1, 0].legend(fontsize=7)
-    ax[1, 1].set(title="Fig. 6: impact, map (25)", xlabel="t")
+    ax[1, 1].set(title="Fig. 6: impact, map (25)", xlabel="time t [T]", ylabel="P [M L/T], L_x [M L²/T]")
     ax[1, 1].legend(fontsize=7)
     hs, conv = plots["fig7"]
     for eq, mk in (("(23)", "o"), ("(25)", "v"), ("(27)", "s")):
@@ -250,9 +254,9 @@ def _plot(path, plots):
             ax[1, 2].loglog(hq, conv[eq]["q_error"], mk + ":", mfc="none", label=f"q(t)-error (37) {eq}, t=0.5")
     h = np.asarray(hs)
     ax[1, 2].loglog(h, conv["(25)"]["E_error"][0] * (h / h[0]) ** 2, "k:", label="slope 2")
-    ax[1, 2].set(title="Fig. 7: convergence", xlabel="h")
-    ax[1, 2].legend(fontsize=6)
+    ax[1, 2].set(title="Fig. 7: convergence", xlabel="step h [T]", ylabel="error [-]")
+    ax[1, 2].legend(fontsize=7)
     fig.suptitle("Torus impact (paper 003, Sect. 4.1)")
-    fig.tight_layout()
+    finish(fig)
     fig.savefig(path, dpi=110)
     plt.close(fig)

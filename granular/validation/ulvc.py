@@ -273,7 +273,8 @@ def _plot(path, traj, hs, seq, use, slope, floor):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(15, 9))
+    fig = plt.figure(figsize=(15, 10), layout="constrained")
+    below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.13), "ncols": 3}  # cover no curve
     u = traj["ulvc"]
     t = u["t"]
     ax = fig.add_subplot(2, 3, 1, projection="3d")
@@ -281,19 +282,22 @@ def _plot(path, traj, hs, seq, use, slope, floor):
     ax.set_title("Fig. 7: path of p = (0, 0, 1)")
     ax = fig.add_subplot(2, 3, 2)
     for k, c in enumerate("xyz"):
-        ax.plot(t, u["p"][:, k], label=f"p_{c}")
-    ax.set_xlabel("t")
+        ax.plot(t, u["p"][:, k], label=f"p_{c}", ls=("-", "--", ":")[k], lw=(2.0, 1.5, 1.5)[k])
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("spatial position of p [L]")
     ax.set_title("Fig. 8: position of p")
-    ax.legend(fontsize=8)
+    ax.legend(**below)
     ax = fig.add_subplot(2, 3, 3)
     for k in range(3):
-        ax.plot(t, u["Omega"][:, k], label=f"Omega_{k + 1}")
-    ax.set_xlabel("t")
+        ax.plot(t, u["Omega"][:, k], label=f"Omega_{k + 1}", ls=("-", "--", ":")[k], lw=(2.0, 1.5, 1.5)[k])
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("body angular velocity [1/T]")
     ax.set_title("Fig. 9: body angular velocity")
-    ax.legend(fontsize=8)
+    ax.legend(**below)
     ax = fig.add_subplot(2, 3, 4)
     ax.plot(t, u["det"] - 1.0, lw=0.6)
-    ax.set_xlabel("t")
+    ax.set_xlabel("time t [T]")
+    ax.set_ylabel("det R - 1 [-]")
     ax.set_title(f"Fig. 10: det R - 1, h = {H_TRAJECTORY:g}")
     ax = fig.add_subplot(2, 3, 5)
     h = np.asarray(hs)
@@ -308,20 +312,20 @@ def _plot(path, traj, hs, seq, use, slope, floor):
     unstable = [hh for hh, f in zip(hs, seq["ulvc"]["finite"]) if not f]
     for hh in unstable:
         ax.axvline(hh, color="r", lw=0.8, ls=":")
-    ax.set_xlabel("h")
-    ax.set_ylabel("|Omega(1) - Omega_ref(1)|")
+    ax.set_xlabel("step h [T]")
+    ax.set_ylabel("|Omega(1) - Omega_ref(1)| [1/T]")
     ax.set_title(f"Fig. 11: convergence, fitted order {slope:.2f} (red: RK4 unstable)", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(**{**below, "ncols": 2})
     ax = fig.add_subplot(2, 3, 6)
     for key, mk, lab in (("det_max", "o-", "max |det R - 1|"), ("energy_drift", "s-", "energy drift (rel.)"),
                          ("momentum_drift", "^-", "ang. momentum drift (rel.)")):  # fmt: skip
         v = np.asarray(seq["ulvc"][key], dtype=float)
         ax.loglog(h, np.maximum(v, 1e-18), mk, mfc="none", label=lab)
-    ax.axhline(1e-13, color="k", ls=":", lw=1)
-    ax.set_xlabel("h")
+    ax.axhline(1e-13, color="k", ls=":", lw=1, label="1e-13")
+    ax.set_xlabel("step h [T]")
+    ax.set_ylabel("largest over the run [-] (0 drawn at 1e-18)")
     ax.set_title("Fig. 12: det R and invariant drift per step size", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(**{**below, "ncols": 2})
     fig.suptitle("Unstable rotation in unified local velocity coordinates (paper 001, Sect. 6)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -93,6 +93,7 @@ class ParticleEngine:
         self.report = xp.zeros(REPORT_SIZE, dtype=np.float64)
         self._saved = [xp.zeros_like(a) for a in (state.x, state.v, state.q, state.omega, state.F, state.RM,
                                                   state.broken, state.released)]  # fmt: skip
+        self._saved_peak = None  # a copy of the wall contact peak (Model.wall_peak_of), made for its shape
         self._saved_law = None  # copies of the law's arrays (Model.law_arrays), made for their shapes
         stream = None
         if be.name == "gpu" and not be.simulated:
@@ -114,7 +115,8 @@ class ParticleEngine:
 
     def _arrays(self):
         s = self.state
-        return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated)
+        return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated,
+                s.wall_contact_peak)  # fmt: skip
 
     def _bundles(self) -> dict:
         dev = self.model.backend.kernels.to_device
@@ -125,8 +127,11 @@ class ParticleEngine:
         if self._saved_law is None or any(self._saved_law[k].shape != law[k].shape for k in names):
             self._saved_law = {k: law[k].copy() for k in names}
         sl = self._saved_law
+        peak = self.model.wall_peak_of(self.state)
+        if self._saved_peak is None or self._saved_peak.shape != peak.shape:
+            self._saved_peak = peak.copy()
         b["saved"] = Dynamics(*(dev(a) for a in self._saved), dev(law["none3"]), dev(law["none3"]),
-                              *(dev(sl[k]) for k in names))  # fmt: skip
+                              *(dev(sl[k]) for k in names), dev(self._saved_peak))  # fmt: skip
         b["flags"] = Flags(dev(self.state.status), dev(self.report))
         return b
 
