@@ -25,6 +25,7 @@ The launchers have the names and arguments of their twins in :mod:`kernels.cuda`
 (:class:`kernels.program.Program` drives both).
 """
 
+import numpy as np
 from llvmlite import ir
 from numba import get_num_threads, njit, prange
 from numba.core import cgutils, types
@@ -33,7 +34,7 @@ from numba.core.extending import intrinsic
 from types import SimpleNamespace
 
 from . import grid, interactions, particles
-from .cache import keyed, keyed_cache
+from .cache import keyed
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -67,8 +68,12 @@ PER_CONTACT_PASS = True
 name = "cpu"
 simulated = False
 
-# Functions compiled below are cached under a directory keyed by the kernel sources.
-_cache = keyed_cache().__enter__()
+# Constant arguments of compiled functions called from compiled functions. A literal
+# ``0`` or ``True`` there is typed ``Literal[int](0)``, ``Literal[bool](True)``: the callee
+# would be compiled a second time for those types, besides the ``int64``, ``bool`` of the
+# launchers' calls from Python (about 25 s more of a first run on 2 cores).
+_0 = np.int64(0)
+_TRUE = np.bool_(True)
 
 # Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
 # inline across separately compiled functions returning tuples.
@@ -128,7 +133,12 @@ def _chunk(c, nchunks, n):
     round-robin: the static schedule gives each of ``T`` threads ``CHUNKS_PER_THREAD``
     consecutive chunk numbers, which map to every ``T``-th slice of the rows. Work is often
     gathered in one region of the particle order (the face of a block that hits a wall);
-    contiguous halves would leave it to one thread."""
+    contiguous halves would leave it to one thread.
+
+    ``prange`` hands ``c`` over as an unsigned integer; mixed with the signed row counts,
+    Numba would promote the bounds to float64, and every range function called with them
+    would be compiled a second time, for float64 bounds (with float loop counters)."""
+    c = np.int64(c)
     if nchunks % CHUNKS_PER_THREAD == 0:
         c = (c % CHUNKS_PER_THREAD) * (nchunks // CHUNKS_PER_THREAD) + c // CHUNKS_PER_THREAD
     size = (n + nchunks - 1) // nchunks
@@ -136,7 +146,6 @@ def _chunk(c, nchunks, n):
     return lo, min(n, lo + size)
 
 
-_cache.__exit__(None, None, None)
 
 _compiled = {}
 
@@ -147,8 +156,7 @@ def for_law(law):
     cache index: :func:`kernels.cache.keyed`)."""
     k = _compiled.get(law.NAME)
     if k is None:
-        with keyed_cache():
-            k = _compiled[law.NAME] = _compile(law)
+        k = _compiled[law.NAME] = _compile(law)
     return k
 
 
@@ -194,7 +202,7 @@ def _compile(law):
 
     @kernel
     def _pairs_range(lo, hi, h, dyn, par, bonds, contacts):
-        if contacts.res.shape[0] > 0:
+        if HISTORY > 0 and contacts.res.shape[0] > 0:
             for i in range(lo, hi):
                 if i + PREFETCH_AHEAD < hi:
                     _prefetch_slots(i + PREFETCH_AHEAD, True, contacts)
@@ -261,10 +269,10 @@ def _compile(law):
     def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         n, nb = dyn.x.shape[0], bonds.terms.shape[0]
         for _ in range(nsteps):
-            _advance_range(0, n, scheme, h, dyn, par, contacts, status)
-            _bond_eval_range(0, nb, True, dyn, bonds)
-            _pairs_range(0, n, h, dyn, par, bonds, contacts)
-            _forces_range(0, n, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
+            _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
+            _pairs_range(_0, n, h, dyn, par, bonds, contacts)
+            _forces_range(_0, n, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @parallel
@@ -276,14 +284,14 @@ def _compile(law):
                 _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
             for c in prange(nchunks):
                 lo, hi = _chunk(c, nchunks, nb)
-                _bond_eval_range(lo, hi, True, dyn, bonds)
+                _bond_eval_range(lo, hi, _TRUE, dyn, bonds)
             if contacts.res.shape[0] > 0:
                 for c in prange(nchunks):
                     lo, hi = _chunk(c, nchunks, n)
                     _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
             for c in prange(nchunks):
                 lo, hi = _chunk(c, nchunks, n)
-                _forces_range(lo, hi, True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+                _forces_range(lo, hi, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     # --------------------------------------------------------- parallel single passes
@@ -417,19 +425,28 @@ def _compile(law):
 
 
     @kernel
-    def _rebuild(nchunks, x, radius, contacts, grid, report):
-        if HISTORY > 0:  # the springs are carried from the rows as they were before the build
-            if nchunks:
-                _keep_parallel(nchunks, contacts)
-            else:
-                _keep_range(0, contacts.count.shape[0], contacts)
+    def _bin(x, grid, report):
+        """Bin the particles; False when a bucket overflowed (the caller regrows)."""
         most = _grid_bin(x, grid)
         report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
-        if most <= grid.members.shape[1]:
-            if nchunks:
-                _build_parallel(nchunks, x, radius, contacts, grid)
-            else:
-                _build_range(0, x.shape[0], x, radius, contacts, grid)
+        return most <= grid.members.shape[1]
+
+
+    @kernel
+    def _rebuild_serial(x, radius, contacts, grid, report):
+        if HISTORY > 0:  # the springs are carried from the rows as they were before the build
+            _keep_range(_0, contacts.count.shape[0], contacts)
+        if _bin(x, grid, report):
+            _build_range(_0, x.shape[0], x, radius, contacts, grid)
+            report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+
+
+    @kernel
+    def _rebuild_parallel(nchunks, x, radius, contacts, grid, report):
+        if HISTORY > 0:
+            _keep_parallel(nchunks, contacts)
+        if _bin(x, grid, report):
+            _build_parallel(nchunks, x, radius, contacts, grid)
             report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
 
 
@@ -437,9 +454,9 @@ def _compile(law):
     def _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status,
                       out):  # fmt: skip
         block_start(status, out)
-        _save_range(0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
+        _save_range(_0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
         if rebuild_first:
-            _rebuild(0, dyn.x, par.radius, contacts, grid, out)
+            _rebuild_serial(dyn.x, par.radius, contacts, grid, out)
         _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
         report(dyn, par, contacts, status, out)
 
@@ -450,7 +467,7 @@ def _compile(law):
         block_start(status, out)
         _save_parallel(nchunks, dyn, saved)
         if rebuild_first:
-            _rebuild(nchunks, dyn.x, par.radius, contacts, grid, out)
+            _rebuild_parallel(nchunks, dyn.x, par.radius, contacts, grid, out)
         _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
         report(dyn, par, contacts, status, out)
 
@@ -552,7 +569,11 @@ def _compile(law):
     def rebuild(x, radius, contacts, grid, report):
         """Build the neighbour list at ``x`` in place; the largest bucket occupancy and row
         length go to ``report`` (the caller regrows and builds again on overflow)."""
-        _rebuild(_threads(x.shape[0]), x, radius, contacts, grid, report)
+        c = _threads(x.shape[0])
+        if c:
+            _rebuild_parallel(c, x, radius, contacts, grid, report)
+        else:
+            _rebuild_serial(x, radius, contacts, grid, report)
 
 
     def block(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status, report):

@@ -39,6 +39,9 @@ def build(jit, base, law):
     pair_sum, gather, wall_sum, energies = C.pair_sum, C.gather, C.wall_sum, C.energies
     MOMENTS = law.MOMENTS
     DISSIPATES = law.DISSIPATES
+    # only a law with history has the per-pair pass's slots (``contacts.res``): for one
+    # without, the gather is left out of the compiled code (a constant condition)
+    SLOTS = law.HISTORY > 0
 
     KT, KR, UG, UP = DIAG["kinetic_translational"], DIAG["kinetic_rotational"], DIAG["U_gravity"], DIAG["U_pendulum"]
     UA, US, UM, UPP, UPW = DIAG["U_a"], DIAG["U_s"], DIAG["U_m"], DIAG["U_pp"], DIAG["U_pw"]
@@ -73,9 +76,10 @@ def build(jit, base, law):
         energy the pairs dissipated (booked here unless the per-pair pass did)."""
         T = dyn.x.dtype.type
         z = T(0.0)
-        if update and contacts.res.shape[0] > 0:
-            g = gather(i, contacts)
-            return g[0], g[1], g[2], g[3], g[4], g[5], z, z, z, z
+        if SLOTS:
+            if update and contacts.res.shape[0] > 0:
+                g = gather(i, contacts)
+                return g[0], g[1], g[2], g[3], g[4], g[5], z, z, z, z
         d = pair_sum(i, update, h, dyn, par, bonds, contacts)
         return d[0], d[1], d[2], d[3], d[4], d[5], d[7], d[8], d[9], d[10]
 
