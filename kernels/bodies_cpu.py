@@ -12,9 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import bodies_algebra, bodies_directors, bodies_livens, bodies_rolling, bodies_ulvc
-from .cache import keyed_cache
-
-_cache = keyed_cache().__enter__()
+from . import cache  # noqa: F401  (the compiled laws are cached where kernels.cache says)
 
 # Helpers and laws are plain njit functions (LLVM inlines the helpers into the law); the
 # prange loop calls the law once per body and block. Inlining at Numba IR level
@@ -209,8 +207,6 @@ def directors(dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms
                        v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
                        A, X, Wk, status, value)  # fmt: skip
 
-
-_cache.__exit__(None, None, None)
 
 
 def ulvc_rk4(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x,

@@ -1,10 +1,17 @@
-"""A Numba cache directory keyed by the kernel sources.
+"""Where the compiled CPU kernels are kept: one directory per set of kernel sources, in
+the user's cache directory, shared by every copy of the package on the machine.
 
-Numba's on-disk cache checks only the file that holds a cached function, not the laws
-and bodies it calls from other modules, so an edit to :mod:`kernels.laws` would leave a
-stale compiled loop in place. The CPU kernels are therefore cached under a directory
-named after a hash of every ``kernels/*.py`` file and the Numba version: any edit gives a
-fresh directory. ``GRANULAR_KERNEL_CACHE`` overrides the base directory.
+Numba caches a function next to its source file, or under ``NUMBA_CACHE_DIR`` in a folder
+named after the source file's absolute path: a checkout, its installed copy and a second
+clone would each compile the same kernels again (about a minute on 2 cores). Here every
+``kernels/*.py`` function is located by :class:`KernelsLocator` instead, under
+:func:`cache_dir`: ``$GRANULAR_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/granular`` (or
+``~/.cache/granular``), else ``kernels/__pycache__``, in a folder ``kernels-<digest>``
+named after a hash of the Numba version and of every kernel source (:func:`sources_digest`),
+and inside it by the file's path relative to the package. So the tests, the docs build
+and the installed ``granular`` command share one cache, and an edit to any kernel gives a
+fresh folder: Numba's own check looks only at the file that holds a cached function, not
+at the laws and bodies it inlines from other modules. Old folders can be deleted at will.
 
 Numba's cache is not safe for processes that compile the same function at once (test
 workers, Dask workers, two runs started together). Each picks the next free data file for
@@ -19,6 +26,7 @@ lock and writes the data file before the index that names it.
 import functools
 import hashlib
 import os
+import sys
 import tempfile
 
 import numba
@@ -32,10 +40,12 @@ except ImportError:  # no POSIX file locks (Windows): Numba's behaviour is left 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@functools.lru_cache(maxsize=None)
 def sources_digest() -> str:
-    """A hash of the Numba version and every ``.py`` file under ``kernels/`` (the laws of
-    ``kernels/contact_laws`` included)."""
-    h = hashlib.sha256(numba.__version__.encode())
+    """A hash of the Numba and Python versions and of every ``.py`` file under
+    ``kernels/`` (the laws of ``kernels/contact_laws`` included), by content and path
+    relative to the package."""
+    h = hashlib.sha256(f"numba {numba.__version__} python {sys.version_info[:2]}".encode())
     for folder, dirs, files in sorted(os.walk(_HERE)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
@@ -57,28 +67,79 @@ def _writable(path) -> bool:
         return False
 
 
-def cache_dir() -> str:
-    base = os.environ.get("GRANULAR_KERNEL_CACHE")
-    candidates = [base] if base else [os.path.join(_HERE, "__pycache__"), os.path.join(os.path.expanduser("~"), ".cache", "granular")]
-    for c in candidates:
-        path = os.path.join(c, "numba-" + sources_digest())
+def user_cache_base() -> str:
+    """``$GRANULAR_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/granular``, else
+    ``~/.cache/granular`` (``%LOCALAPPDATA%\\granular`` on Windows)."""
+    given = os.environ.get("GRANULAR_KERNEL_CACHE")
+    if given:
+        return given
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return os.path.join(os.environ["LOCALAPPDATA"], "granular")
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "granular")
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_dir(base, fallback) -> str:
+    for c in [base] + ([fallback] if fallback else []):
+        path = os.path.join(c, "kernels-" + sources_digest())
         if _writable(path):
             return path
-    return ""  # no writable place: Numba then compiles without a disk cache
+    return ""
 
 
-class keyed_cache:
-    """Context manager: functions decorated with ``cache=True`` inside it use
-    :func:`cache_dir` (Numba picks the cache location at decoration time)."""
+def cache_dir() -> str:
+    """The folder of this set of kernel sources' compiled code (created), or ``""`` where
+    nothing is writable (Numba then compiles in every process)."""
+    given = bool(os.environ.get("GRANULAR_KERNEL_CACHE"))
+    return _cache_dir(user_cache_base(), None if given else os.path.join(_HERE, "__pycache__"))
 
-    def __enter__(self):
-        self._saved = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = cache_dir()
+
+@functools.lru_cache(maxsize=None)
+def _content_hash(path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+class KernelsLocator(caching._CacheLocator):
+    """Numba cache locator for the functions of ``kernels/``: the folder
+    :func:`cache_dir` plus the source file's folder relative to the package, a source
+    stamp from the file's content (not its modification time, which differs between
+    copies), and the function's first line to tell apart functions of one name."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        rel = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), _HERE)
+        self._cache_path = os.path.normpath(os.path.join(cache_dir(), rel))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def get_source_stamp(self):
+        return _content_hash(self._py_file)
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        path = os.path.abspath(py_file)
+        if not os.path.isfile(path) or os.path.commonpath([path, _HERE]) != _HERE or not cache_dir():
+            return None
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None
         return self
 
-    def __exit__(self, *exc):
-        numba.config.CACHE_DIR = self._saved
-        return False
+
+def _install_locator():
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in Numba 0.61
+    classes = impl._locator_classes
+    if not any(getattr(c, "__name__", "") == "KernelsLocator" for c in classes):
+        classes.insert(0, KernelsLocator)
 
 
 def _locked(method):
@@ -151,3 +212,4 @@ def _serialize_cache_writes():
 
 
 _serialize_cache_writes()
+_install_locator()
