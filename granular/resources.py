@@ -21,6 +21,8 @@ import shutil
 
 import numpy as np
 
+from kernels.layout import DIAGNOSTICS
+
 from .errors import ResourceError
 from .particles.neighbors import BUCKET_DEPTH
 
@@ -40,7 +42,7 @@ def bytes_per_item(dtype) -> dict:
     Per particle on the device: the state (x, v, q, Ω, F, RM and the running maximum of
     the wall contact force: 20 floats) three times (the
     state, the block loop's saved copy, the health check's copy), the status word, mass,
-    inertia and radius, the per-particle diagnostics row (17 floats) and the zero
+    inertia and radius, the per-particle diagnostics row (``len(DIAGNOSTICS)`` floats) and the zero
     velocities of analysis calls (3 floats); the neighbour list's count and ``x_ref`` (4
     bytes and 3 floats) and its hash grid (one bucket counter and ``BUCKET_DEPTH``
     member slots, about one bucket per particle). On the host: the builder's lists and
@@ -60,7 +62,7 @@ def bytes_per_item(dtype) -> dict:
     """
     f = np.dtype(dtype).itemsize
     return {
-        "particle_device": (3 * 20 + 3 + 17 + 3 + 3) * f + 4 + 4 + (1 + BUCKET_DEPTH) * 4 + 8,
+        "particle_device": (3 * 20 + 3 + len(DIAGNOSTICS) + 3 + 3) * f + 4 + 4 + (1 + BUCKET_DEPTH) * 4 + 8,
         "particle_host": 84 * 8,
         "bond_device": (16 + 9 + 5 + 3) * f + 4 * 8 + 3,
         "bond_host": 130,
