@@ -22,6 +22,7 @@ import sys
 from ._version import __version__
 from .backend import BackendError, cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 from .benchmark import build_parser as bench_parser
+from .compiling import CompileNotice
 from .benchmark import run_bench
 from .ensemble import main as ensemble_main
 from .ensemble.command import build_parser as ensemble_parser
@@ -31,6 +32,7 @@ from .provenance import versions
 from .run.command import cmd_run
 from .run.progress import LONG_RUN_STEPS
 from .validation import STUDIES, get_study
+from .validation.live import LiveChecks
 
 
 def cmd_info(args) -> int:
@@ -76,7 +78,11 @@ def cmd_validate(args) -> int:
             print(f"granular validate: study {args.name!r} has no --long mode", file=sys.stderr)
             return 2
         kwargs["long"] = True
-    report = study.run(**kwargs)
+    mode = "long" if args.long else ("quick" if args.quick else "full")
+    quiet = getattr(args, "quiet", False)
+    with CompileNotice(quiet=quiet, what="the kernels for this study"), \
+            LiveChecks(args.name, mode, args.backend, quiet=quiet):  # fmt: skip
+        report = study.run(**kwargs)
     written = report.write(args.out) if args.out else []
     if args.json:
         d = report.as_dict()
@@ -110,8 +116,13 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_bench(args) -> int:
-    return run_bench(args)
+    with CompileNotice(what="the kernels for these workloads"):
+        return run_bench(args)
 
+
+#: ``granular validate --quick``: what it takes, measured on 2 cores (the README's table).
+QUICK_HELP = ("reduced study: 2-25 s on 2 cores once the kernels are compiled; a study's first run on a "
+              "machine compiles them too (20 s to 2.5 min)")
 
 #: Sub-commands that parse their own arguments: ``name: (main, build_parser)``. :func:`main`
 #: hands them everything after the name; :func:`build_parser` lists them for ``granular -h``.
@@ -164,9 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("name", help=f"study: {', '.join(sorted(STUDIES))}")
     val.add_argument("--out", metavar="DIR", help="write <name>.json and <name>.png here")
     val.add_argument("--json", action="store_true", help="print the figures as JSON")
-    val.add_argument("--quick", action="store_true", help="reduced study (under a minute)")
+    val.add_argument("--quick", action="store_true", help=QUICK_HELP)
     val.add_argument("--long", action="store_true", help="the long version of a study (e.g. torus to t = 500)")
     val.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "auto"), help="default: cpu")
+    val.add_argument("--quiet", action="store_true", help="no progress lines while the study runs (stderr)")
     val.set_defaults(func=cmd_validate)
     return p
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..backend import BackendError, get_backend
+from ..compiling import CompileNotice
 from ..io.jsonio import encode
 from ..provenance import versions
 from ..resources import ResourceError
@@ -228,9 +229,10 @@ def main(argv=None) -> int:
         if args.log_json:
             json_event("start", out=out, n=args.n, steps=spec.steps, chunks=len(chunk_bounds(args.n, args.chunk)),
                    chunks_done=len(store.done()), kind="particle replicas" if particles else "bodies")  # fmt: skip
-        table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
-                             client=client, steps=args.steps, time=args.time, retries=args.retries,
-                             store=store, progress=progress)  # fmt: skip
+        with CompileNotice(quiet=args.quiet, log_json=args.log_json, what="the kernels for this ensemble"):
+            table = run_ensemble(scene, args.n, args.vary, args.seed, chunk_size=args.chunk, backend=args.backend,
+                                 client=client, steps=args.steps, time=args.time, retries=args.retries,
+                                 store=store, progress=progress)  # fmt: skip
     except EnsembleSpecError as exc:
         print(f"granular ensemble: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ import time as _time
 
 import numpy as np
 
+from ..compiling import compile_seconds
 from ..io._atomic import atomic_write, atomic_write_bytes
 from ..io.jsonio import dumps
 from ..run.progress import json_event
@@ -152,6 +153,7 @@ class Progress:
         self.chunks_done = len(done_bounds)
         self.done = self.resumed = sum((b - a) * self.steps for a, b in done_bounds)
         self.t0 = self.clock()
+        self.compiled0 = compile_seconds()
         self.next = self.t0 + self.first
 
     def stepper(self, a, b):
@@ -171,7 +173,10 @@ class Progress:
         return part
 
     def _rate(self, done) -> float:
-        elapsed = self.clock() - self.t0
+        """Unit-steps per second of stepping: the kernels' compilation in this process
+        (the first chunk's, on a cold cache: minutes on 2 cores, for a few steps) is left
+        out, or the first estimate of the time left would be off by orders of magnitude."""
+        elapsed = self.clock() - self.t0 - (compile_seconds() - self.compiled0)
         return (done - self.resumed) / elapsed if elapsed > 0 else 0.0
 
     def line(self, done) -> str:

@@ -22,6 +22,7 @@ import sys
 from ..backend import BackendError, get_backend
 from ..bodies.scenes.config import parse_bodies
 from ..bodies.scenes.systems import build_system
+from ..compiling import CompileNotice
 from ..errors import IntegrationError, Refused, SceneError
 from ..io import CheckpointError, load_checkpoint
 from ..particles.stability import estimate_stable_step
@@ -162,6 +163,17 @@ def _run(scene, args) -> int:
     check_writable(out)
     scene_dict = scene.model_dump(mode="json")
     quiet, log_json = args.quiet, args.log_json
+    with CompileNotice(quiet=quiet, log_json=log_json) as notice:
+        return _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice)
+
+
+def _compiled(notice) -> str:
+    """``"; kernels compiled in 38 s (once)"`` when this run compiled any, else ``""``."""
+    return f"; kernels compiled in {notice.so_far():.0f} s (once)" if notice.so_far() >= 0.5 else ""
+
+
+def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice) -> int:
+    quiet, log_json = args.quiet, args.log_json
     if scene.bodies is not None:
         system = _bodies(scene, args)
         if arrays is not None:
@@ -180,7 +192,7 @@ def _run(scene, args) -> int:
             rate = info["steps_per_s"]
             speed = "" if rate is None else f" ({rate:,.0f} steps/s, {info['body_steps_per_s']:,.0f} body-steps/s)"
             print(f"granular run: {scene.name}: {system.label}, {system.n} bodies, {info['steps']} steps to "
-                  f"t = {info['time']:.6g} on {info['backend']}{speed}; output in {out}/ "
+                  f"t = {info['time']:.6g} on {info['backend']}{speed}{_compiled(notice)}; output in {out}/ "
                   "(open frames.pvd in ParaView)")  # fmt: skip
         return 130 if info["interrupted"] else 0
 
@@ -206,7 +218,8 @@ def _run(scene, args) -> int:
     elif not quiet and not log_json:
         rate = info["steps_per_s"]
         print(f"granular run: {scene.name}: {info['steps']} steps to t = {info['time']:.6g} on {info['backend']}"
-              f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}; output in {out}/ (open frames.pvd in ParaView)")  # fmt: skip
+              f"{'' if rate is None else f' ({rate:,.0f} steps/s)'}{_compiled(notice)}; output in {out}/ "
+              "(open frames.pvd in ParaView)")  # fmt: skip
     return 130 if info["interrupted"] else 0
 
 

@@ -13,6 +13,7 @@ import math
 import sys
 import time
 
+from ..compiling import compile_seconds
 from ..io import jsonio
 
 #: Runs of more steps than this start only with --allow-long-run (or a "y" at a terminal).
@@ -94,12 +95,14 @@ class Progress:
     def update(self, step, t, first_step):
         now = time.perf_counter()
         if self.mark is None:  # rates count from the first finished step (after JIT compilation)
-            self.mark = (now, step)
+            self.mark = (now, step, compile_seconds())
             return
         if now - self.last < 0.5 or now - self.start < self.min_seconds or step - self.mark[1] < 1:
             return
         self.last = now
-        rate = (step - self.mark[1]) / (now - self.mark[0])
+        # kernels compiled since (the output's, at its first write) are not stepping time
+        stepping = now - self.mark[0] - (compile_seconds() - self.mark[2])
+        rate = (step - self.mark[1]) / stepping if stepping > 0 else 0.0
         left = (self.total - step) / rate if rate > 0 else math.inf
         if self.log_json:
             self.event("progress", step=step, time=t, steps_per_s=rate, eta_s=left if math.isfinite(left) else None)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from .._version import __version__
 from ..checks import field_path, schema_message
+from ..compiling import CompileNotice
 from ..errors import StepSizeError
 from ..io import load_checkpoint, save_checkpoint
 from ..particles.integrators import ExplicitIntegrator
@@ -258,7 +259,8 @@ class Simulation:
         :class:`~granular.errors.IntegrationError` after the last state that passed was
         put back and written as the checkpoint. Later calls write on into the folder."""
         total = self.end_step(steps, until)
-        return self.execute(self.state, total, resumed=self._written, health_start=self._health_start)
+        with CompileNotice(quiet=self.quiet, log_json=self.log_json):
+            return self.execute(self.state, total, resumed=self._written, health_start=self._health_start)
 
     def execute(self, state, total_steps: int, resumed: bool = False, health_start=None) -> dict:
         """Advance ``state`` to the absolute step ``total_steps`` writing the output

@@ -157,7 +157,7 @@ class Record:
         info = {"scene": self.scene, "version": __version__, "backend": s.backend.name, "device": s.backend.device}
         info.update(s.describe(runner.dt))
         info.update(first_step=runner.first_step, steps=s.step_count, time=s.time, wall_time_s=runner.wall_time,
-                    steps_per_s=rate)  # fmt: skip
+                    compile_time_s=runner.compile_time, steps_per_s=rate)  # fmt: skip
         info.update(s.rates(rate) if hasattr(s, "rates") else {})
         info.update(interrupted=runner.interrupted, finished=runner.finished)
         info.update(s.health_info() if hasattr(s, "health_info") else {})

@@ -31,8 +31,16 @@ class Check:
             return f"in [{self.low:g}, {self.high:g}]"
         return f">= {self.low:g}" if self.low is not None else f"<= {self.high:g}"
 
+    def __post_init__(self):
+        for tell in list(_LIVE):
+            tell(self)
+
     def as_dict(self) -> dict:
         return {"name": self.name, "value": float(self.value), "low": self.low, "high": self.high, "passed": self.passed}
+
+
+#: Callables told of every :class:`Check` as it is made (:class:`LiveChecks`).
+_LIVE = []
 
 
 @dataclass
