@@ -83,6 +83,13 @@ def test_1_a_finished_run_is_not_replaced_without_overwrite(tmp_path):
     assert info["steps"] == 20
 
 
+def test_1_resuming_into_a_folder_without_a_run_gives_python_advice(tmp_path):
+    model = falling_ball()
+    with pytest.raises(ValueError, match="holds no run to continue") as err:
+        gr.Simulation(model, model.state(), tmp_path / "empty", dt=1e-3, resume=True)
+    assert "Simulation.resume(model, checkpoint)" in str(err.value) and "--out" not in str(err.value)
+
+
 def test_1_checkpoint_save_load_and_resume_are_bit_for_bit(tmp_path):
     straight = falling_ball()
     s1 = straight.state()

@@ -162,12 +162,13 @@ def resume_problem(meta, scene_dict, path, total, backend_name=None) -> str | No
     return None
 
 
-def resume_dir_problem(out) -> str | None:
-    """Why ``out`` holds no run that a resumed run can write into, or None."""
+def resume_dir_problem(out, advice="leave out --out, or give that directory") -> str | None:
+    """Why ``out`` holds no run that a resumed run can write into, or None; ``advice``
+    ends the message (the command line's by default)."""
     missing = [n for n in ("frames.pvd", "series.csv") if not os.path.isfile(os.path.join(out, n))]
     if missing:
         return (f"{out} holds no run to continue (no {' or '.join(missing)}); a resumed run writes into the run "
-                "directory of its checkpoint: leave out --out, or give that directory")  # fmt: skip
+                f"directory of its checkpoint: {advice}")  # fmt: skip
     return None
 
 

@@ -169,7 +169,8 @@ class Simulation:
                                 f"explicit maps are stable for h ω < 2 only: reduce dt (below "
                                 f"{stable_step.h_max:.3g}), or give allow_unstable_step=True")  # fmt: skip
         if resume:
-            why = resume_dir_problem(self.out_dir)
+            why = resume_dir_problem(self.out_dir, "give that directory as out, or continue with "
+                                     "Simulation.resume(model, checkpoint), which finds it")  # fmt: skip
             if why:
                 raise ValueError(f"resume: {why}")
             self._to_clear = []
