@@ -22,6 +22,10 @@ import time
 
 from numba.core import event
 
+from kernels.cache import cache_dir
+
+from .io import jsonio
+
 __all__ = ["WATCH", "CompileNotice", "compile_seconds", "describe_cache"]
 
 
@@ -71,12 +75,7 @@ def compile_seconds() -> float:
 
 def describe_cache() -> str:
     """Where the compiled CPU kernels are kept (for the notice)."""
-    try:
-        from kernels.cache import cache_dir
-
-        return cache_dir() or "nowhere: no writable cache directory, so every run compiles"
-    except Exception:  # noqa: BLE001  (a notice must never stop a run)
-        return "Numba's cache"
+    return cache_dir() or "nowhere: no writable cache directory, so every run compiles"
 
 
 class CompileNotice:
@@ -127,13 +126,11 @@ class CompileNotice:
                 f"{describe_cache()})")  # fmt: skip
 
     def _on(self, state, watch) -> None:
-        if self.log_json:
-            from .run.progress import json_event
-
-            if state == "start":
-                json_event("compile", state="start")
-            else:
-                json_event("compile", state="end", seconds=round(watch.seconds - self._start_total, 3))
+        if self.log_json:  # the JSON-lines events of granular.run.progress.json_event
+            fields = {"state": state}
+            if state == "end":
+                fields["seconds"] = round(watch.seconds - self._start_total, 3)
+            print(jsonio.dumps({"event": "compile", **fields}), file=sys.stdout, flush=True)
             return
         if self.quiet:
             return

@@ -17,17 +17,14 @@ import sys
 import threading
 import time
 
-from ..compiling import compile_seconds
+from kernels.cache import user_cache_base
+
+from ..compiling import WATCH, compile_seconds
 from . import report
 
 
-def _history_path(name: str, mode: str, backend: str) -> str | None:
-    try:
-        from kernels.cache import user_cache_base
-
-        return os.path.join(user_cache_base(), "validate", f"{name}-{mode}-{backend}.json")
-    except Exception:  # noqa: BLE001  (no estimate is better than no study)
-        return None
+def _history_path(name: str, mode: str, backend: str) -> str:
+    return os.path.join(user_cache_base(), "validate", f"{name}-{mode}-{backend}.json")
 
 
 def _fmt(seconds: float) -> str:
@@ -117,8 +114,6 @@ class LiveChecks:
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
             if time.monotonic() - self._last >= self.quiet_after:
-                from ..compiling import WATCH
-
                 what = "compiling kernels" if WATCH.compiling else "measuring"
                 self._print(f"  ... still {what} ({_fmt(self.elapsed())}{self.left()})")
 

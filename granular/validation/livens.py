@@ -50,6 +50,7 @@ import numpy as np
 from ..backend import get_backend
 from ..bodies.livens.multibody import closed_loop_ramp
 from ..particles import diagnostics as diag
+from .figures import finish
 from .livens_cases import (
     FREE_H,
     FREE_J,
@@ -226,8 +227,6 @@ def _plot(path, ms, sp, free, conv, d53, top, tconv, loop, para):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .figures import finish
 
     fig = plt.figure(figsize=(26, 22), layout="constrained")
     ax = lambda k: fig.add_subplot(5, 5, k)  # noqa: E731

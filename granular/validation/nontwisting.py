@@ -38,6 +38,7 @@ from ..bodies.directors.dla import NonTwistingDLA
 from ..bodies.directors.nontwisting import CASES, NonTwistingEM, nonholonomic_momenta, ramp
 from ..bodies.directors.schemes import DirectorEM, ExternalMoment
 from ..particles import diagnostics as diag
+from .figures import finish
 from .report import Check, Report
 
 INERTIA = ((3.0, -1.0 / 7.0, 0.0), (-1.0 / 7.0, 4.0, 0.0), (0.0, 0.0, 5.0))
@@ -433,7 +434,6 @@ def _plot(path, run, q, t_q, dla1):
         a.set_ylabel(f"d3 component {i + 1} [-]", fontsize=9)
         a.legend(fontsize=7)
     fig.suptitle("Rigid body on the non-twisting frame (paper 000, Sect. 6): EM scheme (92)-(94), h = 0.005")
-    from .figures import finish
 
     finish(fig)
     fig.savefig(path, dpi=90)

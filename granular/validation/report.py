@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..io.jsonio import dumps
+from .figures import style
 
 
 @dataclass
@@ -91,8 +92,6 @@ class Report:
         if self.plotter is not None:
             png = os.path.join(out_dir, f"{self.name}.png")
             tmp = os.path.join(out_dir, f".{self.name}.part.png")
-            from .figures import style
-
             with style():  # curves that coincide stay told apart (granular.validation.figures)
                 self.plotter(tmp)
             os.replace(tmp, png)

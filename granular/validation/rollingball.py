@@ -41,6 +41,7 @@ from ..bodies.rolling_ball.integrators import RK4, DormandPrince
 from ..bodies.rolling_ball.output import RollingBallFrames
 from ..bodies.rolling_ball.reference import newton_euler_reference
 from ..particles import diagnostics as diag
+from .figures import finish
 from .report import Check, Report
 
 RADIUS, SHELL_MASS, GRAVITY = 1.0, 1.0, 1.0
@@ -416,7 +417,6 @@ def _plot(path, paths, rest, moving, planar, cross):
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401  (NullFormatter)
 
-    from .figures import finish
 
     fig, axes = plt.subplots(2, 3, figsize=(17, 9), layout="constrained")
     ax = axes[0, 0]

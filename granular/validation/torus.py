@@ -39,6 +39,7 @@ from ..particles import diagnostics as diag
 from ..particles.integrators import ExplicitIntegrator, IntegrationError
 from ..run.simulation import run_sampled
 from . import torus_setup as T
+from .figures import finish
 from .report import Check, Report
 
 ENERGY_KEYS = ("kinetic_translational", "kinetic_rotational", "U_m", "U_a", "U_s", "U_pp", "U_pw", "total")
@@ -214,8 +215,6 @@ def _plot(path, plots):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .figures import finish
 
     fig, ax = plt.subplots(2, 3, figsize=(19, 10), layout="constrained")
     hist = plots["fig4"]["paper U^pp, h=5e-4"]
