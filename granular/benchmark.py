@@ -12,6 +12,10 @@ Workloads (all advanced by :meth:`ExplicitIntegrator.advance`, map (25), in bloc
     contact, same stiffness. With ``block`` also asked for, the cost per step relative to
     ``block`` of the same size (target: at most 1.5×) is measured by :func:`paired_cost`,
     over interleaved windows of both runs.
+``spheres-friction``
+    the ``block-friction`` block without its bonds: ``n³`` touching frictional spheres
+    hitting the wall (the workload LAMMPS ``pair granular`` is compared on:
+    ``bench/peers.py``).
 ``spheres``
     Hertz spheres only (no bonds, walls or fields): unit spheres on a cubic lattice of
     spacing 0.98 with small random velocities, the workload of JAX-MD's ``soft_sphere``
@@ -35,7 +39,7 @@ the timed run and the time of one rebuild (in place on the device, timed alone a
 run: ``rebuild_ms``); host time and device time per step; memory held. JIT compilation is
 excluded and the device is synchronised inside every timed region.
 
-    granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres,torus,pile]
+    granular bench [--backend cpu|gpu|all] [--workload block,block-friction,spheres-friction,spheres,torus,pile]
                    [--n 10,22,40] [--spheres 10000,100000] [--pile 10000] [--precision float64,float32]
                    [--json out.json]
 """
@@ -429,7 +433,7 @@ def build_parser(p=None):
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"),
                    help="where to measure (default all: the CPU, and the GPU when there is one)")
     p.add_argument("--workload", default="block,spheres,torus",
-                   help="comma list of block, block-friction, spheres, torus, pile")  # fmt: skip
+                   help="comma list of block, block-friction, spheres-friction, spheres, torus, pile")  # fmt: skip
     p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
     p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
     p.add_argument("--pile", default="10000", help="grain counts of the pile workload")
@@ -471,10 +475,10 @@ def run_bench(args) -> int:
     """Measure the rows ``args`` (see :func:`build_parser`) ask for and print them."""
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
-    bad = set(workloads) - {"block", "block-friction", "spheres", "torus", "pile"}
+    bad = set(workloads) - {"block", "block-friction", "spheres-friction", "spheres", "torus", "pile"}
     if bad:
-        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, spheres, torus, "
-              "pile", file=sys.stderr)  # fmt: skip
+        print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, "
+              "spheres-friction, spheres, torus, pile", file=sys.stderr)  # fmt: skip
         return 2
     precisions = [p.strip() for p in args.precision.split(",")]
     if set(precisions) - {"float64", "float32"}:
@@ -505,6 +509,9 @@ def run_bench(args) -> int:
                 if "block-friction" in workloads:
                     cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
                                   dtype, n))  # fmt: skip
+                if "spheres-friction" in workloads:
+                    cases.append(("spheres-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True,
+                                                                                       bonded=False), 1e-3, dtype, n))  # fmt: skip
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
         for label, build, h, dtype, edge in cases:

@@ -204,3 +204,63 @@ def test_agreement_energy_drift_of_the_torus_in_both_precisions():
     e64 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float64)
     e32 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float32)
     assert 0 < e64 < 1e-4 and e64 < e32 < 1e-2, (e64, e32)
+
+
+def test_the_frictional_spheres_workload_is_the_block_without_its_bonds(tmp_path):
+    """``spheres-friction``: the ``block-friction`` particles, law and wall, no bonds; a
+    ``granular bench`` row of it."""
+    from granular import benchmark
+
+    bonded = block_impact_builder(3, gap=0.05, friction=True).finalize("cpu")
+    loose = block_impact_builder(3, gap=0.05, friction=True, bonded=False).finalize("cpu")
+    assert loose.n == bonded.n == 27 and bonded.n_bonds > 0 and loose.n_bonds == 0
+    np.testing.assert_array_equal(loose.state().x, bonded.state().x)
+    np.testing.assert_array_equal(loose.state().v, bonded.state().v)
+    assert loose.law is not None and loose.law.kernel is bonded.law.kernel
+    path = tmp_path / "bench.json"
+    assert benchmark.main(["--backend", "cpu", "--workload", "spheres-friction", "--n", "3", "--min-time", "0.05",
+                           "--json", str(path)]) == 0  # fmt: skip
+    (row,) = json.loads(path.read_text())["results"]
+    assert row["workload"] == "spheres-friction" and row["N"] == 27 and row["bonds"] == 0 and row["ms_per_step"] > 0
+
+
+def _peers():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import peers
+    finally:
+        sys.path.pop(0)
+    return peers
+
+
+@pytest.mark.parametrize("workload", ["spheres-friction", "block-friction"])
+def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path):
+    """``bench/peers.py`` gives LAMMPS granular's positions, velocities, masses, bonds and
+    law (read back from the files it writes); it runs LAMMPS where ``lmp`` is installed."""
+    import shutil
+
+    from granular.particles.shapes import BLOCK_MATERIAL, lattice_bonds
+
+    peers = _peers()
+    data = tmp_path / "data.txt"
+    peers.lammps_data(workload, 3, str(data))
+    text = data.read_text()
+    atoms = text.split("Atoms")[1].split("Velocities")[0].strip().splitlines()[1:]
+    rows = np.array([[float(v) for v in line.split()] for line in atoms if line.strip()])
+    model = block_impact_builder(3, gap=0.05, friction=True, bonded=workload != "spheres-friction").finalize("cpu")
+    xyz = rows[:, -3:] if workload == "block-friction" else rows[:, 4:7]
+    np.testing.assert_allclose(xyz, model.state().x, rtol=0, atol=1e-15)
+    diameter, density = (rows[:, 3], rows[:, 4]) if workload == "block-friction" else (rows[:, 2], rows[:, 3])
+    np.testing.assert_allclose(density * np.pi / 6 * diameter**3, 1.0, rtol=1e-15)  # mass 1, as granular's block
+    if workload == "block-friction":
+        bonds = text.split("Bonds")[1].strip().splitlines()
+        pairs = np.array([[int(w) - 1 for w in line.split()[2:4]] for line in bonds if line.strip()])
+        np.testing.assert_array_equal(pairs, lattice_bonds((3, 3, 3)))
+        assert len(pairs) == model.n_bonds
+    inp = peers.lammps_input(workload, 3, 10, str(data))
+    assert f"hertz/material {BLOCK_MATERIAL['young']:.17g} 0.5 0.3 damping tsuji" in inp
+    assert "tangential mindlin NULL 1.0 0.5" in inp and "fix wall all wall/gran granular" in inp
+    lmp, mpirun = shutil.which("lmp"), shutil.which("mpirun")
+    if lmp and mpirun:
+        ms = peers.run_lammps(workload, 3, 1, 10, lmp, mpirun, str(tmp_path))
+        assert ms > 0

@@ -250,7 +250,7 @@ BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, 
 
 
 def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
-                         friction=False):  # fmt: skip
+                         friction=False, bonded=True):  # fmt: skip
     """A builder of the ``block_impact`` scene: a bonded block moving toward a wall.
 
     An ``n``×``n``×``n`` bonded block (:func:`add_block`) of unit-diameter spheres (point
@@ -279,6 +279,9 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         ``"all-pairs"`` is refused at ``finalize`` with ``friction``). Default ``"cells"``.
     friction : bool, optional
         Use the dissipative law with :data:`BLOCK_MATERIAL`. Default ``False``.
+    bonded : bool, optional
+        Bond the spheres (:func:`add_block`); ``False``: the same touching spheres without
+        bonds (the frictional-spheres workload of ``granular bench``). Default ``True``.
 
     Returns
     -------
@@ -291,8 +294,12 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
     if friction:
         b.add_material("binder", **BLOCK_MATERIAL)
         material = "binder"
-    add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km,
-              material=material)  # fmt: skip
+    if bonded:
+        add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km,
+                  material=material)  # fmt: skip
+    else:
+        b.add_particles(lattice_positions((n, n, n), 1.0, (0.5 + gap, 0.0, 0.0)), v=(-v0, 0.0, 0.0), mass=1.0,
+                        inertia=1.0, radius=0.5, material=material)  # fmt: skip
     if friction:
         b.set_contacts(search=search)
         b.add_wall([1.0, 0.0, 0.0], 0.0, material=material)

