@@ -1,7 +1,8 @@
-"""granular against LAMMPS on the same particles, same machine, alternating runs.
+"""granular against LAMMPS and JAX-MD on the same particles, same machine, alternating runs.
 
-    python bench/peers.py [--workload spheres-friction,block-friction] [--n 22,40]
+    python bench/peers.py [--workload spheres-friction,block-friction,spheres] [--n 22,40]
                           [--threads 1,2] [--rounds 3] [--steps 400] [--lmp PATH] [--mpirun PATH]
+                          [--jax-python PATH]
 
 For each workload, block edge ``n`` (``N = n³``) and thread count ``k`` it runs, ``rounds``
 times and alternating, ``granular bench`` with ``NUMBA_NUM_THREADS=k`` and LAMMPS with
@@ -19,8 +20,12 @@ toward the wall ``x = 0``, 60 steps of ``h = 1e-3`` before the timing, neighbour
   wall/gran``, the combination ``granular``'s dissipative law is modelled on
   (``docs/contacts.md``; the differences there change no cost).
 - ``block-friction``: the same with the block's bonds; LAMMPS ``bond_style
-  bpm/rotational`` on the same nearest-neighbour pairs (``special_bonds lj 0 1 1`` so
-  bonded pairs still touch, as in granular).
+  bpm/rotational`` on the same nearest-neighbour pairs (``special_bonds lj 1 1 1``:
+  bonded pairs keep their contact, as in granular).
+- ``spheres``: ``granular bench``'s Hertz spheres (``--spheres n³``) against JAX-MD's
+  ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
+  float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
+  (``pip install jax jax-md``).
 
 LAMMPS sets the moment of inertia of a solid sphere (0.1 here) where granular's block has
 1: the rotations differ, the contacts and their count do not.
@@ -108,10 +113,67 @@ def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> float:
     return 1e3 * float(seconds) / int(count)
 
 
+#: JAX-MD's Hertz spheres (``soft_sphere``, α = 5/2) on ``granular bench``'s ``spheres``
+#: lattice (spacing 0.98, unit diameter, velocities of size 0.01), velocity Verlet
+#: (``simulate.nve``) with the neighbour list updated every step inside a ``fori_loop``,
+#: in float64; argv: edge, steps, rounds; prints ms per step (the median).
+JAXMD_SCRIPT = r"""
+import sys, time
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+from jax_md import energy, partition, simulate, space
+n, steps, rounds = (int(a) for a in sys.argv[1:4])
+g = np.arange(n) * 0.98
+x = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)[:, ::-1] + 1.0
+box = float(x.max() + 2.0)
+displacement, shift = space.periodic(box)
+neighbor_fn, energy_fn = energy.soft_sphere_neighbor_list(displacement, box, sigma=1.0, epsilon=1.0, alpha=2.5,
+                                                           dr_threshold=0.2)
+nbrs = neighbor_fn.allocate(jnp.asarray(x))
+init, apply = simulate.nve(energy_fn, shift, 1e-3)
+v = 0.01 * np.random.default_rng(0).normal(size=x.shape)
+state = init(jax.random.PRNGKey(0), jnp.asarray(x), kT=0.0, neighbor=nbrs)
+state = state.set(momentum=jnp.asarray(v) * state.mass)
+
+@jax.jit
+def run(state, nbrs):
+    def body(i, c):
+        st, nb = c
+        st = apply(st, neighbor=nb)
+        return st, nb.update(st.position)
+    return jax.lax.fori_loop(0, steps, body, (state, nbrs))
+
+state, nbrs = run(state, nbrs)
+jax.block_until_ready(state.position)
+out = []
+for _ in range(rounds):
+    t0 = time.perf_counter()
+    state, nbrs = run(state, nbrs)
+    jax.block_until_ready(state.position)
+    out.append(1e3 * (time.perf_counter() - t0) / steps)
+assert not bool(nbrs.did_buffer_overflow)
+print(float(np.median(out)))
+"""
+
+
+def run_jaxmd(n, k, steps, python) -> float:
+    """ms per step of JAX-MD's Hertz spheres, edge ``n``, pinned to ``k`` cores."""
+    cores = ",".join(str(c) for c in range(k))
+    taskset = shutil.which("taskset")
+    cmd = ([taskset, "-c", cores] if taskset else []) + [python, "-c", JAXMD_SCRIPT, str(n), str(steps), "3"]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"JAX-MD failed:\n{r.stderr[-2000:]}")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
 def run_granular(workload, n, k, min_time, workdir) -> float:
     out = os.path.join(workdir, "granular.json")
     env = {**os.environ, "NUMBA_NUM_THREADS": str(k)}
-    cmd = [sys.executable, "-m", "granular", "bench", "--backend", "cpu", "--workload", workload, "--n", str(n),
+    size = ["--spheres", str(n**3)] if workload == "spheres" else ["--n", str(n)]
+    cmd = [sys.executable, "-m", "granular", "bench", "--backend", "cpu", "--workload", workload, *size,
            "--min-time", str(min_time), "--json", out]  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if r.returncode != 0:
@@ -131,23 +193,34 @@ def main(argv=None) -> int:
     p.add_argument("--min-time", type=float, default=2.0, help="seconds granular times per round")
     p.add_argument("--lmp", default=shutil.which("lmp"))
     p.add_argument("--mpirun", default=shutil.which("mpirun"))
+    p.add_argument("--jax-python", default=sys.executable,
+                   help="a Python with jax and jax-md, for the spheres workload (default: this one)")
     args = p.parse_args(argv)
-    if not args.lmp or not args.mpirun:
+    workloads = args.workload.split(",")
+    if set(workloads) - {"spheres-friction", "block-friction", "spheres"}:
+        print("bench/peers.py: workloads are spheres-friction, block-friction (LAMMPS) and spheres (JAX-MD)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if {"spheres-friction", "block-friction"} & set(workloads) and not (args.lmp and args.mpirun):
         print("bench/peers.py: no lmp or mpirun found; give --lmp and --mpirun (pip install 'lammps[mpi]')",
               file=sys.stderr)  # fmt: skip
         return 2
-    print(f"{'workload':<17} {'N':>7} {'k':>2}  {'LAMMPS ms':>10} {'granular ms':>12} {'LAMMPS/granular':>16}")
-    for workload in args.workload.split(","):
+    print(f"{'workload':<17} {'N':>7} {'k':>2}  {'peer ms':>10} {'granular ms':>12} {'peer/granular':>14}")
+    for workload in workloads:
+        peer_name = "JAX-MD" if workload == "spheres" else "LAMMPS"
         for n in (int(s) for s in args.n.split(",")):
             for k in (int(s) for s in args.threads.split(",")):
                 peer, ours = [], []
                 with tempfile.TemporaryDirectory() as tmp:
                     for _ in range(args.rounds):
-                        peer.append(run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp))
+                        if workload == "spheres":
+                            peer.append(run_jaxmd(n, k, args.steps, args.jax_python))
+                        else:
+                            peer.append(run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp))
                         ours.append(run_granular(workload, n, k, args.min_time, tmp))
                 a, b = statistics.median(peer), statistics.median(ours)
-                print(f"{workload:<17} {n**3:>7} {k:>2}  {a:>10.3f} {b:>12.3f} {a / b:>15.2f}x   "
-                      f"(LAMMPS {min(peer):.3f}-{max(peer):.3f}, granular {min(ours):.3f}-{max(ours):.3f})",
+                print(f"{workload:<17} {n**3:>7} {k:>2}  {a:>10.3f} {b:>12.3f} {a / b:>13.2f}x   "
+                      f"({peer_name} {min(peer):.3f}-{max(peer):.3f}, granular {min(ours):.3f}-{max(ours):.3f})",
                       flush=True)  # fmt: skip
     return 0
 

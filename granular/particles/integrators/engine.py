@@ -28,7 +28,9 @@ cover the block, the block starts with a rebuild.
 from __future__ import annotations
 
 import math
+import time
 
+import numba
 import numpy as np
 
 from kernels.layout import (
@@ -48,6 +50,7 @@ from kernels.program import Program
 
 from ...errors import NonFiniteError, StepSizeError
 from .schemes import EQUATION, SCHEME_NAMES, rotation_measure
+from .threads import ThreadTuner, tuning_enabled
 
 #: Longest block of steps between two reports.
 MAX_BLOCK = 256
@@ -107,6 +110,9 @@ class ParticleEngine:
         self._a2 = 0.0
         self.safety = SAFETY
         self.steps = self.blocks = self.block_rebuilds = self.redone = self.regrows = 0
+        # the CPU's parallel blocks: the thread count measured block by block (threads.py)
+        parallel = be.name == "cpu" and model.n >= getattr(be.kernels, "SERIAL_BELOW", math.inf)
+        self.threads = ThreadTuner(numba.get_num_threads()) if parallel and tuning_enabled() else None
 
     # ------------------------------------------------------------------ binding
 
@@ -199,8 +205,7 @@ class ParticleEngine:
             if self._d2 is None:
                 self._measure()
             count, rebuild = self._plan(min(left, self.max_block), float(h))
-            self.program.block(count, scheme, h, rebuild)
-            rep = self.program.read_report()
+            rep, threads, seconds = self._block(count, scheme, h, rebuild)
             self.blocks += 1
             if rebuild and self.neighbors is not None and self.neighbors.outgrown(rep):
                 self.program.restore()
@@ -209,6 +214,9 @@ class ParticleEngine:
                 self.regrows += 1
                 self._check_binding()
                 continue
+            if self.threads is not None:  # a block that rebuilt or failed says nothing of the threads
+                clean = not (rebuild or rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN])
+                self.threads.record(threads, count, seconds, comparable=clean and count >= 4)
             if rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN]:
                 self.program.restore()
                 self.redone += 1
@@ -225,6 +233,23 @@ class ParticleEngine:
                 self.safety = max(SAFETY, 0.95 * self.safety)
                 self._commit(count, h)
             left -= count
+
+    def _block(self, count, scheme, h, rebuild):
+        """Run one block (on the thread count :class:`ThreadTuner` picks, on the CPU);
+        returns the report, the threads and the seconds it took."""
+        tuner = self.threads
+        if tuner is None:
+            self.program.block(count, scheme, h, rebuild)
+            return self.program.read_report(), None, 0.0
+        threads, before = tuner.choose(), numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            t0 = time.perf_counter()
+            self.program.block(count, scheme, h, rebuild)
+            rep = self.program.read_report()
+            return rep, threads, time.perf_counter() - t0
+        finally:
+            numba.set_num_threads(before)
 
     def step(self, scheme: int, h) -> None:
         """One checked step (see the module docstring); raises on failure with the state
