@@ -65,7 +65,8 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
     lines += [f"read_data {data}" + (" extra/bond/per/atom 6 extra/special/per/atom 6" if bonded else ""),
               "pair_style granular", f"pair_coeff * * {law}"]  # fmt: skip
     if bonded:
-        lines += ["bond_style bpm/rotational break no smooth no", "bond_coeff 1 200 200 10 10 1e30 1e30 1e30 1e30 0 0 0 0"]
+        lines += ["bond_style bpm/rotational break no smooth no",
+                  "bond_coeff 1 200 200 10 10 1e30 1e30 1e30 1e30 0 0 0 0"]
     lines += [f"neighbor {SKIN} bin", "neigh_modify delay 0 every 1 check yes",
               f"fix wall all wall/gran granular {law} xplane 0.0 NULL", "fix integ all nve/sphere",
               f"timestep {H}", "thermo 0", f"run {WARMUP}", f"run {steps}"]  # fmt: skip
