@@ -258,6 +258,9 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
     integ.advance(model, state, h, warmup)  # compilation, graph capture, into the wall
     be.synchronize()
     eng = integ.engine(model, state)
+    # all of Numba's threads, always: a row measures the engine at the threads asked for
+    # (the thread count measured on a busy machine, threads.py, would try others in the window)
+    eng.threads = None
     nl = eng.neighbors
     steps = 16
     first = True
@@ -356,6 +359,7 @@ def paired_cost(model_a, model_b, h, min_time=1.0, rounds=7, warmup=60, graphs=T
         state = model.state()
         integ = ExplicitIntegrator("verlet", graphs=graphs)
         integ.advance(model, state, h, warmup)
+        integ.engine(model, state).threads = None  # all threads, as in measure()
         runs.append((model, state, integ))
     be.synchronize()
 

@@ -97,3 +97,31 @@ def test_small_systems_and_fixed_threads_are_not_tuned(monkeypatch):
     monkeypatch.setenv("GRANULAR_THREADS", "fixed")
     big = block_impact_builder(9).finalize("cpu")
     assert ExplicitIntegrator("verlet").engine(big, big.state()).threads is None
+
+
+def test_the_first_block_on_a_count_and_compiling_blocks_are_not_measurements():
+    """The first block starts the threads and loads the compiled code (a second or more):
+    taken as a measurement, it moved an idle machine to one thread."""
+    t = ThreadTuner(2)
+    t.record(t.choose(), 200, 200 * 5e-3)  # the first block: loading, 5 ms per step
+    assert t.cost == {}
+    used = _drive(t, lambda k, b: 0.7e-3 if k == 2 else 1.4e-3, 100)
+    assert t.current == 2 and t.switches == 0 and set(used) == {1, 2}
+
+
+def test_benchmarks_measure_at_the_threads_asked_for(monkeypatch):
+    from granular import benchmark
+
+    monkeypatch.delenv("GRANULAR_THREADS", raising=False)
+    seen = []
+    real = benchmark.ExplicitIntegrator.engine
+
+    def engine(self, model, state):
+        eng = real(self, model, state)
+        seen.append(eng)
+        return eng
+
+    monkeypatch.setattr(benchmark.ExplicitIntegrator, "engine", engine)
+    model = block_impact_builder(9, gap=0.05).finalize("cpu")
+    benchmark.measure(model, 1e-3, min_time=0.01, warmup=5)
+    assert seen and all(e.threads is None for e in seen)

@@ -48,6 +48,7 @@ from kernels.layout import (
 )
 from kernels.program import Program
 
+from ...compiling import compile_seconds
 from ...errors import NonFiniteError, StepSizeError
 from .schemes import EQUATION, SCHEME_NAMES, rotation_measure
 from .threads import ThreadTuner, tuning_enabled
@@ -205,7 +206,9 @@ class ParticleEngine:
             if self._d2 is None:
                 self._measure()
             count, rebuild = self._plan(min(left, self.max_block), float(h))
+            compiled = compile_seconds()
             rep, threads, seconds = self._block(count, scheme, h, rebuild)
+            compiled = compile_seconds() != compiled
             self.blocks += 1
             if rebuild and self.neighbors is not None and self.neighbors.outgrown(rep):
                 self.program.restore()
@@ -214,8 +217,9 @@ class ParticleEngine:
                 self.regrows += 1
                 self._check_binding()
                 continue
-            if self.threads is not None:  # a block that rebuilt or failed says nothing of the threads
-                clean = not (rebuild or rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN])
+            if self.threads is not None:  # a block that rebuilt, failed or compiled says nothing of the threads
+                clean = not (rebuild or rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN]
+                             or compiled)  # fmt: skip
                 self.threads.record(threads, count, seconds, comparable=clean and count >= 4)
             if rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN]:
                 self.program.restore()

@@ -14,9 +14,9 @@ So the engine measures instead: :class:`ThreadTuner` times the blocks (seconds p
 blocks without a neighbour rebuild), runs now and then one block on the other candidate
 thread counts (all, half, one), and keeps the fastest, switching only for a clear gain.
 The stepping time between such trials doubles while they confirm the choice, from
-:attr:`ThreadTuner.shortest` to :attr:`ThreadTuner.longest` seconds, so an idle machine
-loses almost nothing (one block in a minute), and starts again from the shortest after a
-switch. Results do not depend on the
+:attr:`ThreadTuner.shortest` to :attr:`ThreadTuner.longest` seconds and never less than
+:attr:`ThreadTuner.blocks_between` blocks, so an idle machine loses almost nothing (one
+block in a minute, or in 16), and starts again from the shortest after a switch. Results do not depend on the
 count: every row of every pass is computed alone, whichever thread or chunk it falls in
 (bit for bit; ``tests/test_threads.py``). ``GRANULAR_THREADS=fixed`` turns the tuning
 off (all of Numba's threads, always).
@@ -44,6 +44,7 @@ class ThreadTuner:
     longest = 64.0  # at most this many seconds between trials
     gain = 0.85  # switch when the other count takes at most this share of the time
     weight = 0.3  # of a new measurement in the running estimate
+    blocks_between = 16  # blocks at least between two trials
 
     def __init__(self, most: int):
         self.most = max(1, int(most))
@@ -56,10 +57,15 @@ class ThreadTuner:
         self.switches = 0
         self._tick = 0
         self._when = {}  # when each count was last measured (a counter)
+        self._started = False  # a block was run (the first is no measurement)
+        self._block = 0.0  # seconds of the last block on the current count
 
     def choose(self) -> int:
         """The thread count of the next block."""
-        if len(self.candidates) > 1 and self.since >= self.interval and self.current in self.cost:
+        # trials at least `blocks_between` blocks apart: a trial on the slower count costs at
+        # most about one block's time in that many (large systems run blocks of seconds)
+        due = self.since >= max(self.interval, self.blocks_between * self._block)
+        if len(self.candidates) > 1 and due and self.current in self.cost:
             others = [c for c in self.candidates if c != self.current]
             self.trial = min(others, key=lambda c: self._when.get(c, -1))  # the one tried longest ago
             return self.trial
@@ -72,9 +78,13 @@ class ThreadTuner:
         trial, self.trial = self.trial, None
         if trial is None:
             self.since += seconds
+            self._block = seconds
         if not comparable or steps < 1 or not seconds > 0:
             return  # a trial that measured nothing is tried again at the next block
         per = seconds / steps
+        if not self._started:  # the first block starts the threads and loads the compiled code
+            self._started = True
+            return
         self._tick += 1
         self._when[threads] = self._tick
         if trial is None or threads == self.current:
