@@ -16,10 +16,11 @@ thread counts (all, half, one), and keeps the fastest, switching only for a clea
 The stepping time between such trials doubles while they confirm the choice, from
 :attr:`ThreadTuner.shortest` to :attr:`ThreadTuner.longest` seconds and never less than
 :attr:`ThreadTuner.blocks_between` blocks, so an idle machine loses almost nothing (one
-block in a minute, or in 16), and starts again from the shortest after a switch. Results do not depend on the
-count: every row of every pass is computed alone, whichever thread or chunk it falls in
-(bit for bit; ``tests/test_threads.py``). ``GRANULAR_THREADS=fixed`` turns the tuning
-off (all of Numba's threads, always).
+block in a minute, or in 16), and starts again from the shortest after a switch.
+
+Results do not depend on the count: every row of every pass is computed alone, whichever
+thread or chunk it falls in (bit for bit; ``tests/test_threads.py``).
+``GRANULAR_THREADS=fixed`` turns the tuning off (all of Numba's threads, always).
 """
 
 from __future__ import annotations
