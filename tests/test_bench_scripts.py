@@ -65,6 +65,9 @@ def test_paired_cost_times_both_runs_over_the_same_interleaved_windows(monkeypat
             state.step += steps
             log.append((model.name, steps))
 
+        def engine(self, model, state):  # paired_cost turns the thread tuning off on it
+            return SimpleNamespace(threads=object())
+
     be = SimpleNamespace(synchronize=lambda: None)
     monkeypatch.setattr(benchmark, "ExplicitIntegrator", Integrator)
     monkeypatch.setattr(benchmark, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
