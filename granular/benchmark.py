@@ -514,8 +514,8 @@ def run_bench(args) -> int:
                     cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
                                   dtype, n))  # fmt: skip
                 if "spheres-friction" in workloads:
-                    cases.append(("spheres-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True,
-                                                                                       bonded=False), 1e-3, dtype, n))  # fmt: skip
+                    loose = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False)  # noqa: E731
+                    cases.append(("spheres-friction", loose, 1e-3, dtype, n))
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
         for label, build, h, dtype, edge in cases:
