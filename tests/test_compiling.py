@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from patience import PATIENCE
+from scene_texts import drop_scene
 
 from granular import compiling
 from granular.run.progress import Progress
@@ -208,28 +209,7 @@ def test_the_progress_rate_leaves_out_a_compilation_between_steps():
     assert rate > 10 / 0.6  # with the compilation counted, 10 steps in 0.7 s would be 14 steps/s
 
 
-DROP = """
-name = "drop"
-[run]
-dt = 2e-4
-steps = 200
-backend = "cpu"
-[materials.grain]
-young = 1e5
-restitution = 0.5
-friction = 0.3
-[[particles]]
-kind = "explicit"
-x = [[0.0, 0.0, 0.52]]
-radius = 0.5
-material = "grain"
-velocity = [0.0, 0.0, -1.0]
-[contacts]
-[[walls]]
-normal = [0.0, 0.0, 1.0]
-offset = 0.0
-material = "grain"
-"""
+DROP = drop_scene('dt = 2e-4\nsteps = 200\nbackend = "cpu"')
 
 
 @pytest.fixture

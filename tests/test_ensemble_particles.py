@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from scene_texts import drop_scene
 
 import granular as gr
 from granular import ensemble as ens
@@ -166,29 +167,7 @@ def test_a_chunk_larger_than_memory_is_refused_before_running(scene_file, tmp_pa
     assert not (tmp_path / "big").exists() or not os.listdir(tmp_path / "big")
 
 
-DROP = """
-name = "drop"
-[run]
-dt = 2e-4
-duration = 0.4
-series_every = 0.002
-backend = "cpu"
-[materials.grain]
-young = 1e5
-restitution = 0.5
-friction = 0.3
-[[particles]]
-kind = "explicit"
-x = [[0.0, 0.0, 0.6]]
-radius = 0.5
-material = "grain"
-velocity = [0.0, 0.0, -1.0]
-[contacts]
-[[walls]]
-normal = [0.0, 0.0, 1.0]
-offset = 0.0
-material = "grain"
-"""
+DROP = drop_scene('dt = 2e-4\nduration = 0.4\nseries_every = 0.002\nbackend = "cpu"', height=0.6)
 
 
 def test_an_explicit_groups_particles_vary_by_row_and_component():

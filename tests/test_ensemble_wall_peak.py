@@ -8,6 +8,7 @@ import tomllib
 
 import numpy as np
 import pytest
+from scene_texts import drop_scene
 
 import granular as gr
 from granular import ensemble as ens
@@ -20,29 +21,7 @@ from granular.run.scene import build_model, parse_scene
 # gravity, so the force on the sphere is its wall force alone. The diagnostics are
 # sampled every 400 steps (series_every = 0.08 at dt = 2e-4): at steps 0 and 400 only,
 # both out of contact.
-DROP = """
-name = "near_drop"
-[run]
-dt = 2e-4
-steps = 400
-series_every = 0.08
-backend = "cpu"
-[materials.grain]
-young = 1e5
-restitution = 0.5
-friction = 0.3
-[[particles]]
-kind = "explicit"
-x = [[0.0, 0.0, 0.52]]
-radius = 0.5
-material = "grain"
-velocity = [0.0, 0.0, -1.0]
-[contacts]
-[[walls]]
-normal = [0.0, 0.0, 1.0]
-offset = 0.0
-material = "grain"
-"""
+DROP = drop_scene('dt = 2e-4\nsteps = 400\nseries_every = 0.08\nbackend = "cpu"', name="near_drop")
 VARY = ["particles[0].velocity[2]=uniform(-1.2,-0.8)", "particles[0].velocity[0]=uniform(-0.3,0.3)"]
 N = 10
 STEPS = 400

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from scene_texts import drop_scene
 
 import granular as gr
 from granular.io import plots, read_series
@@ -194,25 +195,4 @@ def test_ensemble_histograms_leave_out_what_is_zero_by_construction(tmp_path, mo
     assert not {"broken_bonds", "U_released", "v_cm_y"} & set(hist), hist
 
 
-DROP = """
-name = "drop"
-[run]
-dt = 2e-4
-steps = 400
-series_every = 0.08
-[materials.grain]
-young = 1e5
-restitution = 0.5
-friction = 0.3
-[[particles]]
-kind = "explicit"
-x = [[0.0, 0.0, 0.52]]
-radius = 0.5
-material = "grain"
-velocity = [0.0, 0.0, -1.0]
-[contacts]
-[[walls]]
-normal = [0.0, 0.0, 1.0]
-offset = 0.0
-material = "grain"
-"""
+DROP = drop_scene("dt = 2e-4\nsteps = 400\nseries_every = 0.08")
