@@ -30,7 +30,7 @@ from .errors import IntegrationError
 from .io.jsonio import dumps
 from .provenance import versions
 from .run.command import cmd_run
-from .run.progress import LONG_RUN_STEPS
+from .run.progress import LONG_RUN_STEPS, json_event
 from .validation import STUDIES, get_study
 from .validation.live import LiveChecks
 
@@ -80,11 +80,14 @@ def cmd_validate(args) -> int:
         kwargs["long"] = True
     mode = "long" if args.long else ("quick" if args.quick else "full")
     quiet = getattr(args, "quiet", False)
-    with CompileNotice(quiet=quiet, what="the kernels for this study"), \
-            LiveChecks(args.name, mode, args.backend, quiet=quiet):  # fmt: skip
+    log_json = getattr(args, "log_json", False)
+    with CompileNotice(quiet=quiet, log_json=log_json, what="the kernels for this study"), \
+            LiveChecks(args.name, mode, args.backend, quiet=quiet, log_json=log_json):  # fmt: skip
         report = study.run(**kwargs)
     written = report.write(args.out) if args.out else []
-    if args.json:
+    if log_json:  # stdout holds JSON lines only: the report is the end event
+        json_event("end", **report.as_dict(), files=written)
+    elif args.json:
         d = report.as_dict()
         d["files"] = written
         print(dumps(d, indent=2))
@@ -179,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--long", action="store_true", help="the long version of a study (e.g. torus to t = 500)")
     val.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "auto"), help="default: cpu")
     val.add_argument("--quiet", action="store_true", help="no progress lines while the study runs (stderr)")
+    val.add_argument("--log-json", action="store_true",
+                     help="JSON-lines events on stdout while the study runs (start, figure, progress, compile)")
     val.set_defaults(func=cmd_validate)
     return p
 

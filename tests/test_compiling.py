@@ -310,3 +310,22 @@ def test_validate_says_when_it_is_still_measuring(tmp_path, monkeypatch):
         Check("late figure", 0.1, None, 1.0)
     text = stream.getvalue()
     assert "  ... still measuring (" in text and "[1] ok   late figure" in text
+
+
+def test_validate_log_json_prints_json_lines_only(tmp_path, monkeypatch, capsys):
+    from granular import cli
+
+    monkeypatch.setenv("GRANULAR_KERNEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(cli.STUDIES, "fake", "fake")
+    monkeypatch.setattr(cli, "get_study", lambda name: _fake_study([0.5, 2.0]))
+    assert cli.main(["validate", "fake", "--quick", "--log-json"]) == 1
+    out = capsys.readouterr()
+    events = [json.loads(line) for line in out.out.splitlines()]
+    assert [e["event"] for e in events] == ["start", "figure", "figure", "end"], events
+    assert events[0]["study"] == "fake" and events[0]["figures_expected"] is None
+    assert events[1]["check"] == "figure 0" and events[1]["passed"] and not events[2]["passed"]
+    assert events[3]["passed"] is False and len(events[3]["checks"]) == 2
+    assert out.err == ""
+    assert cli.main(["validate", "fake", "--quick", "--log-json"]) == 1  # now with the last run's length
+    start = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert start["figures_expected"] == 2 and start["seconds_expected"] >= 0

@@ -20,6 +20,7 @@ import time
 from kernels.cache import user_cache_base
 
 from ..compiling import WATCH, compile_seconds
+from ..run.progress import json_event
 from . import report
 
 
@@ -35,14 +36,16 @@ def _fmt(seconds: float) -> str:
 class LiveChecks:
     """Context manager: print each check of study ``name`` (``mode``: quick, full, long)
     on ``stream`` as it is made, ``[k/K] ok|FAIL name: value (elapsed, about T left)``;
-    ``quiet``: print nothing, but still learn the study's length for the next estimate."""
+    ``quiet``: print nothing, but still learn the study's length for the next estimate;
+    ``log_json``: JSON lines on stdout instead (``start``, ``figure`` with ``index``,
+    ``check``, ``value``, ``passed``, ``elapsed_s``, ``eta_s``; ``progress`` while measuring)."""
 
     quiet_after = 20.0
 
-    def __init__(self, name, mode="full", backend="cpu", stream=None, quiet=False, history=None):
+    def __init__(self, name, mode="full", backend="cpu", stream=None, quiet=False, history=None, log_json=False):
         self.name, self.mode, self.backend = name, mode, backend
         self.stream = stream or sys.stderr
-        self.quiet = quiet
+        self.quiet, self.log_json = quiet, log_json
         self.history = _history_path(name, mode, backend) if history is None else history
         self.expected = None  # (checks, seconds) of the last run
         self.count = 0
@@ -58,7 +61,14 @@ class LiveChecks:
         self.expected = self._load()
         self._t0 = self._last = time.monotonic()
         self._c0 = compile_seconds()
-        if not self.quiet:
+        if self.log_json:
+            k, secs = self.expected or (None, None)
+            json_event("start", study=self.name, mode=self.mode, backend=self.backend, figures_expected=k,
+                       seconds_expected=secs)  # fmt: skip
+        if self.log_json or not self.quiet:
+            self._ticker = threading.Thread(target=self._tick, name="granular-validate-live", daemon=True)
+            self._ticker.start()
+        if not self.quiet and not self.log_json:
             if self.expected:
                 k, secs = self.expected
                 guess = f"{k} figures; about {_fmt(secs)} here last time, once the kernels were compiled"
@@ -66,8 +76,6 @@ class LiveChecks:
                 guess = "no estimate yet (the first run of this study here)"
             self._print(f"granular validate {self.name} ({self.mode}, {self.backend}): {guess}; "
                         "each figure is printed as it is measured")  # fmt: skip
-            self._ticker = threading.Thread(target=self._tick, name="granular-validate-live", daemon=True)
-            self._ticker.start()
         report._LIVE.append(self._tell)
         return self
 
@@ -90,6 +98,10 @@ class LiveChecks:
         """Seconds so far less those spent compiling kernels."""
         return self.elapsed() - (compile_seconds() - self._c0)
 
+    def rest(self):
+        """Seconds left by the last run's length, or None without one."""
+        return None if not self.expected else max(0.0, self.expected[1] - self.stepping())
+
     def left(self) -> str:
         if not self.expected:
             return ""
@@ -101,6 +113,12 @@ class LiveChecks:
 
     def _tell(self, check) -> None:
         self.count += 1
+        if self.log_json:
+            with self._lock:
+                json_event("figure", index=self.count, check=check.name, value=check.value, passed=check.passed,
+                           elapsed_s=round(self.elapsed(), 3), eta_s=self.rest())  # fmt: skip
+                self._last = time.monotonic()
+            return
         if self.quiet:
             return
         total = f"/{self.expected[0]}" if self.expected else ""
@@ -115,7 +133,12 @@ class LiveChecks:
         while not self._stop.wait(1.0):
             if time.monotonic() - self._last >= self.quiet_after:
                 what = "compiling kernels" if WATCH.compiling else "measuring"
-                self._print(f"  ... still {what} ({_fmt(self.elapsed())}{self.left()})")
+                if self.log_json:
+                    with self._lock:
+                        json_event("progress", state=what, elapsed_s=round(self.elapsed(), 3), eta_s=self.rest())
+                        self._last = time.monotonic()
+                else:
+                    self._print(f"  ... still {what} ({_fmt(self.elapsed())}{self.left()})")
 
     def _print(self, line: str) -> None:
         with self._lock:
