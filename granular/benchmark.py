@@ -442,6 +442,17 @@ def _ints(text):
     return [int(float(v)) for v in text.split(",") if v.strip()]
 
 
+def _steps_count(text):
+    """``--steps``: a whole number of steps, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of steps >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of steps >= 1, got {text!r}")
+    return n
+
+
 def build_parser(p=None):
     p = p or argparse.ArgumentParser(prog="granular bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"),
@@ -454,7 +465,7 @@ def build_parser(p=None):
     p.add_argument("--precision", default="float64",
                    help="comma list of float64, float32: each workload is measured in each (default float64)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--steps", type=_steps_count, default=None,
                    help="time exactly the steps after the warm-up's 60 instead (the window of bench/peers.py)")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
     p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")

@@ -280,3 +280,12 @@ def test_a_fixed_window_times_exactly_the_steps_after_the_warm_up():
     r = benchmark.measure(model, 1e-3, warmup=5, steps=7)
     assert r["steps"] == 7
     assert r["ms_per_step"] > 0
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "ten"])
+def test_a_window_of_no_steps_is_refused_by_name(bad, capsys):
+    from granular import benchmark
+
+    with pytest.raises(SystemExit):
+        benchmark.build_parser().parse_args(["--steps", bad])
+    assert "--steps" in capsys.readouterr().err
