@@ -10,7 +10,9 @@ numbers. :func:`check_disk` does the same for an output directory's file system.
 
 Calibration (``granular run`` of a bonded lattice block with contacts and a wall, peak
 RSS between 6.4e4 and 2.6e5 particles, float64 on the CPU): 2.74 kB per particle with its
-three bonds.
+three bonds, measured before the CPU's direct pass added its running sums and result
+slots (about 1.1 kB more per particle with 16 slots, counted here by ``particle_direct``
+and ``slot_pair_pass``).
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def bytes_per_item(dtype) -> dict:
     (``vp``, ``wp``: 12 floats) and the dissipated-energy ledger with its saved copy (8
     floats), and per listed slot the springs (8 floats) three times (the list's, the
     rebuild's old copy, the block loop's saved copy), their flags and the old and saved
-    neighbour ids (3 and 8 bytes), and on the CPU the per-pair pass's result slot (8
-    floats and a flag).
+    neighbour ids (3 and 8 bytes). On the CPU, with any contact law and a neighbour list,
+    the direct pass's running sums per particle (12 floats) and a result slot per listed
+    slot (8 floats and a flag, written for the pairs that cross a chunk).
     """
     f = np.dtype(dtype).itemsize
     return {
@@ -70,6 +73,7 @@ def bytes_per_item(dtype) -> dict:
         "particle_history": 20 * f,
         "slot_history": 3 * 8 * f + 3 + 8,
         "slot_pair_pass": 8 * f + 1,
+        "particle_direct": 12 * f,
     }
 
 
@@ -80,9 +84,10 @@ def memory_needed(n, bonds, capacity, dtype, backend_name, simulated=False, hist
     the CUDA simulator) everything is host memory and ``device`` is 0."""
     b = bytes_per_item(dtype)
     dev = n * (b["particle_device"] + capacity * b["slot_device"]) + bonds * b["bond_device"]
+    if backend_name == "cpu" and capacity:  # the direct pass: running sums, slots of pairs across chunks
+        dev += n * (b["particle_direct"] + capacity * b["slot_pair_pass"])
     if history:
-        per_slot = b["slot_history"] + (b["slot_pair_pass"] if backend_name == "cpu" else 0)
-        dev += n * (b["particle_history"] + capacity * per_slot)
+        dev += n * (b["particle_history"] + capacity * b["slot_history"])
     host = HOST_BASELINE + n * b["particle_host"] + bonds * b["bond_host"]
     if backend_name == "gpu" and not simulated:
         return {"host": int(host), "device": int(dev + DEVICE_BASELINE)}

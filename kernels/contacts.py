@@ -199,104 +199,273 @@ def build(jit, law):
                 acc[10] + acc[11], acc[12] + acc[13], acc[14], acc[15], acc[16], acc[17], acc[18])  # fmt: skip
 
     @jit
-    def pair_pass(i, h, dyn, par, bonds, contacts):
-        """Per-pair pass of a step (``contacts.res`` not empty): ``i`` evaluates the law
-        once for each listed partner ``j > i``, with the inputs and operations of
-        :func:`pair_sum`, and writes both ends' terms (force, moment) into their slots
-        ``res[i, s]`` and ``res[j, s']`` (``nbr[j, s'] = i``) with ``got = 1``, the new
-        history into both ends' copies, and the pair's dissipated energy into ``i``'s
-        ledger. Only ``i`` writes the slots of a pair ``(i, j > i)``, so threads never
-        write the same slot. :func:`gather` then adds the slots in row order: the terms
-        and the order of :func:`pair_sum`, hence the same bits."""
+    def slot_of(j, i, contacts):
+        """The slot of ``i`` in ``j``'s row (-1: absent). Rows are sorted, so for ``i < j``
+        the scan stops at ``i``'s place among the first entries (``i`` is absent only from
+        a row that overflowed, whose block is redone after the regrow)."""
+        for k in range(min(contacts.count[j], contacts.nbr.shape[1])):
+            m = contacts.nbr[j, k]
+            if m >= i:
+                return k if m == i else -1
+        return -1
+
+    @jit
+    def pair_once(i, j, s, need_q, h, me, dyn, par, bonds, contacts):
+        """The pair ``(i, j > i)`` of slot ``s`` of ``i``'s row, evaluated once, with the
+        inputs and operations of :func:`pair_sum`: ``(kind, a 6, b 6, D 4, q)`` with
+        ``kind`` 0 (not in contact), 1 (evaluated: ``a`` the force and moment on ``i``,
+        ``b`` on ``j``, ``D`` the energies the pair dissipated in the step) or 2 (the
+        contact opened: ``D`` the energies its history released). The new history (or
+        its release) goes into both ends' copies; ``q`` is ``i``'s slot in ``j``'s row,
+        looked up where the history needs it or ``need_q`` (else -1)."""
         x = dyn.x
         T = x.dtype.type
         z = T(0.0)
-        hist, live, res, got, nbr = contacts.hist, contacts.live, contacts.res, contacts.got, contacts.nbr
-        cap = nbr.shape[1]
+        hist, live = contacts.hist, contacts.live
         radius = par.radius
+        d1, d2, d3, dist2 = separation(i, j, x)
+        reach = radius[i] + radius[j]
+        held = False
+        if H > 0:
+            held = live[i, s] != 0
+        what = law_contact(T, dist2, reach, held)
+        if what != NONE and bonds.skip_contacts and bonded(i, j, bonds):
+            what = NONE
+        if what == NONE:
+            return 0, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, -1
+        q = -1
+        if H > 0 or need_q:
+            q = slot_of(j, i, contacts)
+        p = law_params(contacts.pair, pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat))
+        hh = law_load(hist, i, s)
+        if what == RELEASE:
+            rel = law_release(T, radius[i], radius[j], p, hh)
+            for c in range(H):
+                hist[i, s, c] = z
+            live[i, s] = 0
+            if q >= 0:
+                for c in range(H):
+                    hist[j, q, c] = z
+                live[j, q] = 0
+            return 2, z, z, z, z, z, z, z, z, z, z, z, z, rel[0], rel[1], rel[2], rel[3], q
+        if first(i, j, x):
+            r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
+            a1, a2, a3, a4, a5, a6 = r[0], r[1], r[2], r[3], r[4], r[5]
+            b1, b2, b3, b4, b5, b6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+        else:
+            r = law_pair(T, d1, d2, d3, dist2, reach, law_body(T, j, dyn, par), me, p, hh, h)
+            a1, a2, a3, a4, a5, a6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+            b1, b2, b3, b4, b5, b6 = r[0], r[1], r[2], r[3], r[4], r[5]
+        dn = df = dr = dt = z
+        if DISSIPATES:
+            dn, df, dr, dt = r[D], r[D + 1], r[D + 2], r[D + 3]
+        if H > 0:
+            held_now = 1 if r[H + 8] != z else 0
+            law_store(hist, i, s, r)
+            live[i, s] = held_now
+            if q >= 0:
+                law_store(hist, j, q, r)
+                live[j, q] = held_now
+        return 1, a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, b6, dn, df, dr, dt, q
+
+    @jit
+    def pair_pass(i, h, dyn, par, bonds, contacts):
+        """Per-pair pass of a step (``contacts.res`` not empty): ``i`` evaluates the law
+        once for each listed partner ``j > i`` (:func:`pair_once`) and writes both ends'
+        terms (force, moment) into their slots ``res[i, s]`` and ``res[j, s']``
+        (``nbr[j, s'] = i``) with ``got = 1``, and the pair's dissipated energy into
+        ``i``'s ledger. Only ``i`` writes the slots of a pair ``(i, j > i)``, so threads
+        never write the same slot. :func:`gather` then adds the slots in row order: the
+        terms and the order of :func:`pair_sum`, hence the same bits."""
+        T = dyn.x.dtype.type
+        z = T(0.0)
+        res, got, nbr = contacts.res, contacts.got, contacts.nbr
         me = law_body(T, i, dyn, par)
         dn = df = dr = dt = z
-        for s in range(min(contacts.count[i], cap)):
+        for s in range(min(contacts.count[i], nbr.shape[1])):
             j = nbr[i, s]
             if j < i:
                 continue
-            d1, d2, d3, dist2 = separation(i, j, x)
-            reach = radius[i] + radius[j]
-            held = False
-            if H > 0:
-                held = live[i, s] != 0
-            what = law_contact(T, dist2, reach, held)
-            if what == NONE:
+            r = pair_once(i, j, s, True, h, me, dyn, par, bonds, contacts)
+            if r[0] == 0:
                 continue
-            if bonds.skip_contacts and bonded(i, j, bonds):
+            dn += r[13]
+            df += r[14]
+            dr += r[15]
+            dt += r[16]
+            if r[0] == 2:
                 continue
-            # j's slot of the pair: rows are sorted and i < j, so i is among the first
-            # entries of j's row (absent only from a row that overflowed, whose block is
-            # redone after the regrow)
-            q = -1
-            for k in range(min(contacts.count[j], cap)):
-                m = nbr[j, k]
-                if m >= i:
-                    if m == i:
-                        q = k
-                    break
-            p = law_params(contacts.pair, pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat))
-            hh = law_load(hist, i, s)
-            if what == RELEASE:
-                rel = law_release(T, radius[i], radius[j], p, hh)
-                dn += rel[0]
-                df += rel[1]
-                dr += rel[2]
-                dt += rel[3]
-                for c in range(H):
-                    hist[i, s, c] = z
-                live[i, s] = 0
-                if q >= 0:
-                    for c in range(H):
-                        hist[j, q, c] = z
-                    live[j, q] = 0
-                continue
-            if first(i, j, x):
-                r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
-                a1, a2, a3, a4, a5, a6 = r[0], r[1], r[2], r[3], r[4], r[5]
-                b1, b2, b3, b4, b5, b6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
-            else:
-                r = law_pair(T, d1, d2, d3, dist2, reach, law_body(T, j, dyn, par), me, p, hh, h)
-                a1, a2, a3, a4, a5, a6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
-                b1, b2, b3, b4, b5, b6 = r[0], r[1], r[2], r[3], r[4], r[5]
-            held_now = 0
-            if DISSIPATES:
-                dn += r[D]
-                df += r[D + 1]
-                dr += r[D + 2]
-                dt += r[D + 3]
-            res[i, s, 0] = a1
-            res[i, s, 1] = a2
-            res[i, s, 2] = a3
-            res[i, s, 3] = a4
-            res[i, s, 4] = a5
-            res[i, s, 5] = a6
+            res[i, s, 0] = r[1]
+            res[i, s, 1] = r[2]
+            res[i, s, 2] = r[3]
+            res[i, s, 3] = r[4]
+            res[i, s, 4] = r[5]
+            res[i, s, 5] = r[6]
             got[i, s] = 1
-            if H > 0:
-                held_now = 1 if r[H + 8] != z else 0
-                law_store(hist, i, s, r)
-                live[i, s] = held_now
+            q = r[17]
             if q >= 0:
-                if H > 0:
-                    law_store(hist, j, q, r)
-                    live[j, q] = held_now
-                res[j, q, 0] = b1
-                res[j, q, 1] = b2
-                res[j, q, 2] = b3
-                res[j, q, 3] = b4
-                res[j, q, 4] = b5
-                res[j, q, 5] = b6
+                res[j, q, 0] = r[7]
+                res[j, q, 1] = r[8]
+                res[j, q, 2] = r[9]
+                res[j, q, 3] = r[10]
+                res[j, q, 4] = r[11]
+                res[j, q, 5] = r[12]
                 got[j, q] = 1
         if DISSIPATES:
             dyn.dissip[i, 0] += dn
             dyn.dissip[i, 1] += df
             dyn.dissip[i, 2] += dr
             dyn.dissip[i, 3] += dt
+
+    @jit
+    def cross_pass(i, hi, h, dyn, par, bonds, contacts):
+        """The direct pass's first half, for a chunk of rows ending at ``hi``: ``i``
+        evaluates its pairs with partners ``j >= hi`` (in later chunks), once each
+        (:func:`pair_once`), and leaves them in slots: ``res[j, q]`` the force and
+        moment on ``j`` (``got = 1``) and the rolling and twisting dissipation (columns
+        6, 7); ``res[i, s]`` the force and moment on ``i`` and the normal and friction
+        dissipation, with ``got[i, s]`` 1 (evaluated) or 2 (the contact opened: only the
+        dissipation). Only ``i`` writes them: no two threads write one slot."""
+        T = dyn.x.dtype.type
+        res, got, nbr = contacts.res, contacts.got, contacts.nbr
+        me = law_body(T, i, dyn, par)
+        for s in range(min(contacts.count[i], nbr.shape[1])):
+            j = nbr[i, s]
+            if j < hi:
+                continue
+            r = pair_once(i, j, s, True, h, me, dyn, par, bonds, contacts)
+            if r[0] == 0:
+                continue
+            q = r[17]
+            got[i, s] = r[0]
+            res[i, s, 0] = r[1]
+            res[i, s, 1] = r[2]
+            res[i, s, 2] = r[3]
+            res[i, s, 3] = r[4]
+            res[i, s, 4] = r[5]
+            res[i, s, 5] = r[6]
+            if DISSIPATES:
+                res[i, s, 6] = r[13]
+                res[i, s, 7] = r[14]
+            if q >= 0:
+                if DISSIPATES:
+                    res[j, q, 6] = r[15]
+                    res[j, q, 7] = r[16]
+                if r[0] == 1:
+                    res[j, q, 0] = r[7]
+                    res[j, q, 1] = r[8]
+                    res[j, q, 2] = r[9]
+                    res[j, q, 3] = r[10]
+                    res[j, q, 4] = r[11]
+                    res[j, q, 5] = r[12]
+                    got[j, q] = 1
+
+    @jit
+    def direct_start(j, lo, contacts):
+        """Before the direct pass over a chunk ``[lo, hi)``: ``j``'s running sums
+        (``contacts.acc``: force, moment, each with its compensation) start from the
+        terms of its partners below ``lo``, which the cross pass left in its slots, in
+        row order (they come first in the sorted row)."""
+        res, got, nbr, acc = contacts.res, contacts.got, contacts.nbr, contacts.acc
+        T = res.dtype.type
+        z = T(0.0)
+        f1 = c1 = f2 = c2 = f3 = c3 = m1 = e1 = m2 = e2 = m3 = e3 = z
+        for s in range(min(contacts.count[j], nbr.shape[1])):
+            if nbr[j, s] >= lo:
+                break
+            if got[j, s] != 1:
+                continue
+            got[j, s] = 0
+            f1, c1 = cadd(f1, c1, res[j, s, 0])
+            f2, c2 = cadd(f2, c2, res[j, s, 1])
+            f3, c3 = cadd(f3, c3, res[j, s, 2])
+            if MOMENTS:
+                m1, e1 = cadd(m1, e1, res[j, s, 3])
+                m2, e2 = cadd(m2, e2, res[j, s, 4])
+                m3, e3 = cadd(m3, e3, res[j, s, 5])
+        acc[j, 0] = f1
+        acc[j, 1] = c1
+        acc[j, 2] = f2
+        acc[j, 3] = c2
+        acc[j, 4] = f3
+        acc[j, 5] = c3
+        acc[j, 6] = m1
+        acc[j, 7] = e1
+        acc[j, 8] = m2
+        acc[j, 9] = e2
+        acc[j, 10] = m3
+        acc[j, 11] = e3
+
+    @jit
+    def direct_sum(i, hi, h, dyn, par, bonds, contacts):
+        """What :func:`pair_sum` returns in a step (force 3, moment 3, the four
+        dissipated energies of the pairs of which ``i`` is the lower index), for ``i`` of
+        a chunk ending at ``hi``, with each pair evaluated once: ``i``'s running sums
+        hold its partners below it (:func:`direct_start`, then the chunk's earlier rows);
+        ``i`` adds its partners ``j > i`` in row order, evaluating those in the chunk
+        (:func:`pair_once`) and adding their terms on ``j`` to ``j``'s running sums,
+        and reading those beyond ``hi`` from the slots of :func:`cross_pass`. Each
+        particle so adds its terms in row order, as :func:`pair_sum` does: the same bits,
+        for any cut of the rows into chunks. The chunk's later rows are not read after
+        ``i``'s turn, so the caller may move ``i`` on at once."""
+        x = dyn.x
+        T = x.dtype.type
+        z = T(0.0)
+        res, got, nbr, acc = contacts.res, contacts.got, contacts.nbr, contacts.acc
+        f1, c1, f2, c2, f3, c3 = acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5]
+        m1, e1, m2, e2, m3, e3 = acc[i, 6], acc[i, 7], acc[i, 8], acc[i, 9], acc[i, 10], acc[i, 11]
+        me = law_body(T, i, dyn, par)
+        dn = df = dr = dt = z
+        for s in range(min(contacts.count[i], nbr.shape[1])):
+            j = nbr[i, s]
+            if j < i:
+                continue
+            if j < hi:
+                r = pair_once(i, j, s, False, h, me, dyn, par, bonds, contacts)
+                if r[0] == 0:
+                    continue
+                if DISSIPATES:
+                    dn += r[13]
+                    df += r[14]
+                    dr += r[15]
+                    dt += r[16]
+                if r[0] == 2:
+                    continue
+                f1, c1 = cadd(f1, c1, r[1])
+                f2, c2 = cadd(f2, c2, r[2])
+                f3, c3 = cadd(f3, c3, r[3])
+                acc[j, 0], acc[j, 1] = cadd(acc[j, 0], acc[j, 1], r[7])
+                acc[j, 2], acc[j, 3] = cadd(acc[j, 2], acc[j, 3], r[8])
+                acc[j, 4], acc[j, 5] = cadd(acc[j, 4], acc[j, 5], r[9])
+                if MOMENTS:
+                    m1, e1 = cadd(m1, e1, r[4])
+                    m2, e2 = cadd(m2, e2, r[5])
+                    m3, e3 = cadd(m3, e3, r[6])
+                    acc[j, 6], acc[j, 7] = cadd(acc[j, 6], acc[j, 7], r[10])
+                    acc[j, 8], acc[j, 9] = cadd(acc[j, 8], acc[j, 9], r[11])
+                    acc[j, 10], acc[j, 11] = cadd(acc[j, 10], acc[j, 11], r[12])
+                continue
+            g = got[i, s]
+            if g == 0:
+                continue
+            got[i, s] = 0
+            if DISSIPATES:
+                dn += res[i, s, 6]
+                df += res[i, s, 7]
+                q = slot_of(j, i, contacts)
+                if q >= 0:
+                    dr += res[j, q, 6]
+                    dt += res[j, q, 7]
+            if g != 1:
+                continue
+            f1, c1 = cadd(f1, c1, res[i, s, 0])
+            f2, c2 = cadd(f2, c2, res[i, s, 1])
+            f3, c3 = cadd(f3, c3, res[i, s, 2])
+            if MOMENTS:
+                m1, e1 = cadd(m1, e1, res[i, s, 3])
+                m2, e2 = cadd(m2, e2, res[i, s, 4])
+                m3, e3 = cadd(m3, e3, res[i, s, 5])
+        return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, dn, df, dr, dt
 
     @jit
     def gather(i, contacts):
@@ -457,4 +626,6 @@ def build(jit, law):
         return upp + cpp, upw + cpw, touching
 
     return SimpleNamespace(law=L, pair_row=pair_row, bonded=bonded, pair_sum=pair_sum, pair_pass=pair_pass,
-                           gather=gather, wall_range=wall_range, wall_sum=wall_sum, energies=energies)  # fmt: skip
+                           gather=gather, cross_pass=cross_pass, direct_start=direct_start, direct_sum=direct_sum,
+                           wall_range=wall_range, wall_sum=wall_sum, energies=energies)  # fmt: skip
+

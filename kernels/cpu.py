@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 from . import grid, interactions, particles
 from .cache import keyed
+from .laws import CONTACTS_LIST
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -45,6 +46,7 @@ from .layout import (
     REPORT_DISPLACEMENT2,
     REPORT_NEIGHBORS,
     REPORT_NOT_FINITE,
+    REPORT_REBUILDS,
     REPORT_ROTATION,
     REPORT_SKIN,
     REPORT_SPEED2,
@@ -54,16 +56,14 @@ from .layout import (
 SERIAL_BELOW = 512
 #: chunks of rows per thread in a parallel pass (:func:`_chunk`)
 CHUNKS_PER_THREAD = 8
-#: The per-pair and force passes of the dissipative law prefetch the contact slots of the
-#: particle this many rows ahead (:func:`_prefetch_slots`).
-PREFETCH_AHEAD = 4
-
 #: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
 PER_BOND_PASS = True
-#: Contacts of a law with history are evaluated once per pair (by the lower index) into
-#: slots for both ends, then gathered per particle (:func:`kernels.contacts.build`,
-#: ``pair_pass`` and ``gather``): half the law evaluations of each end evaluating its own.
+#: Contacts are evaluated once per pair, by the lower index, in the direct pass
+#: (:mod:`kernels.contacts`, ``cross_pass``, ``direct_start``, ``direct_sum``): half the
+#: law evaluations of each end evaluating its own, with the terms on the higher end added
+#: straight into its running sums (slots only for the pairs that cross a chunk).
 PER_CONTACT_PASS = True
+DIRECT_PASS = True
 
 name = "cpu"
 simulated = False
@@ -111,20 +111,17 @@ def _prefetch(typingctx, arr, i, p):
 
 
 @_jit
-def _prefetch_slots(k, pairs, contacts):
-    """Prefetch row ``k``'s contact slots that the coming pass will touch: with ``pairs``
-    (the per-pair pass) the springs and result slots of ``k``'s own pairs (partners
-    ``j > k``) that held springs at the last step, else (the force pass) the result slots
-    the per-pair pass filled. Their lines are scattered over (N, capacity, 8) arrays
-    (one 64-byte line a float64 slot) much larger than the caches: fetched on demand,
-    each is a memory miss (about 60 ns of a two-thread pass per slot at N = 64000)."""
+def _prefetch_springs(k, contacts):
+    """Prefetch the springs of row ``k``'s own pairs (partners ``j > k``) that held springs
+    at the last step, which the direct pass is about to read and write. Their lines are
+    scattered over an (N, capacity, 8) array (one 64-byte line a float64 slot) much larger
+    than the caches: fetched on demand, each is a memory miss (about 60 ns of a two-thread
+    pass per slot at N = 64000)."""
+    if contacts.hist.shape[0] == 0:
+        return
     for p in range(min(contacts.count[k], contacts.nbr.shape[1])):
-        if pairs:
-            if contacts.nbr[k, p] > k and contacts.live[k, p] != 0:
-                _prefetch(contacts.hist, k, p)
-                _prefetch(contacts.res, k, p)
-        elif contacts.got[k, p] != 0:
-            _prefetch(contacts.res, k, p)
+        if contacts.nbr[k, p] > k and contacts.live[k, p] != 0:
+            _prefetch(contacts.hist, k, p)
 
 
 @_kernel
@@ -168,14 +165,16 @@ def _compile(law):
         return _parallel(keyed(fn, law.NAME))
 
     _P = particles.build(_jit, law)
-    _I = interactions.build(_jit, _P, law)
+    _I = interactions.build(_jit, _P, law, _prefetch_springs)
     _G = grid.build(_jit, law.HISTORY)
     HISTORY = law.HISTORY
 
     _advance_body = _P.advance_body
     _forces_body = _I.forces_body
     _bond_eval_body = _I.bond_eval_body
-    _pair_pass = _I.pair_pass
+    _cross_pass = _I.cross_pass
+    _direct_start = _I.direct_start
+    _direct_chunk = _I.direct_chunk
     _save_body = _P.save_body
     _family_forces_body = _I.family_forces_body
     _diagnostics_body = _I.diagnostics_body
@@ -201,21 +200,23 @@ def _compile(law):
 
 
     @kernel
-    def _pairs_range(lo, hi, h, dyn, par, bonds, contacts):
-        if HISTORY > 0 and contacts.res.shape[0] > 0:
-            for i in range(lo, hi):
-                if i + PREFETCH_AHEAD < hi:
-                    _prefetch_slots(i + PREFETCH_AHEAD, True, contacts)
-                _pair_pass(i, h, dyn, par, bonds, contacts)
+    def _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        for i in range(lo, hi):
+            _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @kernel
-    def _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-        slots = contacts.res.shape[0] > 0
+    def _cross_range(lo, hi, h, dyn, par, bonds, contacts):
+        """The pairs of rows ``[lo, hi)`` with partners from ``hi`` on, into slots."""
         for i in range(lo, hi):
-            if slots and i + PREFETCH_AHEAD < hi:
-                _prefetch_slots(i + PREFETCH_AHEAD, False, contacts)
-            _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            _cross_pass(i, hi, h, dyn, par, bonds, contacts)
+
+
+    @kernel
+    def _direct_range(lo, hi, kick, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """The direct pass over the chunk ``[lo, hi)``, after the cross pass of every chunk
+        (:func:`kernels.interactions.build` ``direct_chunk``)."""
+        _direct_chunk(lo, hi, kick, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @kernel
@@ -266,32 +267,60 @@ def _compile(law):
 
 
     @kernel
+    def _direct(contacts):
+        """Whether the contacts go through the direct pass (a neighbour list)."""
+        return contacts.mode == CONTACTS_LIST and contacts.acc.shape[0] > 0
+
+
+    @kernel
     def _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         n, nb = dyn.x.shape[0], bonds.terms.shape[0]
-        for _ in range(nsteps):
-            _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
-            _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
-            _pairs_range(_0, n, h, dyn, par, bonds, contacts)
-            _forces_range(_0, n, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        if _direct(contacts):  # each step's advance fused into the last step's force pass
+            if nsteps > 0:
+                _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
+            for k in range(nsteps):
+                if nb > 0:
+                    _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
+                _direct_range(_0, n, _TRUE, k + 1 < nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields,
+                              status)  # fmt: skip
+        else:
+            for _ in range(nsteps):
+                _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
+                if nb > 0:
+                    _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
+                _forces_range(_0, n, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @parallel
     def _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         n, nb = dyn.x.shape[0], bonds.terms.shape[0]
-        for _ in range(nsteps):
+        direct = _direct(contacts)
+        fused = direct and nsteps > 0
+        if fused:
             for c in prange(nchunks):
                 lo, hi = _chunk(c, nchunks, n)
                 _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
-            for c in prange(nchunks):
-                lo, hi = _chunk(c, nchunks, nb)
-                _bond_eval_range(lo, hi, _TRUE, dyn, bonds)
-            if contacts.res.shape[0] > 0:
+        for k in range(nsteps):
+            if not fused:
                 for c in prange(nchunks):
                     lo, hi = _chunk(c, nchunks, n)
-                    _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
-            for c in prange(nchunks):
-                lo, hi = _chunk(c, nchunks, n)
-                _forces_range(lo, hi, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+                    _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+            if nb > 0:
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, nb)
+                    _bond_eval_range(lo, hi, _TRUE, dyn, bonds)
+            if direct:
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, n)
+                    _cross_range(lo, hi, h, dyn, par, bonds, contacts)
+                fuse = k + 1 < nsteps
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, n)
+                    _direct_range(lo, hi, _TRUE, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            else:
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, n)
+                    _forces_range(lo, hi, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     # --------------------------------------------------------- parallel single passes
@@ -312,17 +341,21 @@ def _compile(law):
 
 
     @parallel
-    def _pairs_parallel(nchunks, h, dyn, par, bonds, contacts):
-        for c in prange(nchunks):
-            lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
-            _pairs_range(lo, hi, h, dyn, par, bonds, contacts)
-
-
-    @parallel
     def _forces_parallel(nchunks, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         for c in prange(nchunks):
             lo, hi = _chunk(c, nchunks, dyn.x.shape[0])
             _forces_range(lo, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    @parallel
+    def _direct_parallel(nchunks, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        n = dyn.x.shape[0]
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, n)
+            _cross_range(lo, hi, h, dyn, par, bonds, contacts)
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, n)
+            _direct_range(lo, hi, kick, False, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @parallel
@@ -434,20 +467,94 @@ def _compile(law):
 
     @kernel
     def _rebuild_serial(x, radius, contacts, grid, report):
+        """Build the list at ``x``; False if a bucket or a row outgrew its array."""
         if HISTORY > 0:  # the springs are carried from the rows as they were before the build
             _keep_range(_0, contacts.count.shape[0], contacts)
-        if _bin(x, grid, report):
-            _build_range(_0, x.shape[0], x, radius, contacts, grid)
-            report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+        if not _bin(x, grid, report):
+            return False
+        _build_range(_0, x.shape[0], x, radius, contacts, grid)
+        most = _max_count(contacts.count)
+        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], most)
+        return most <= contacts.nbr.shape[1]
 
 
     @kernel
     def _rebuild_parallel(nchunks, x, radius, contacts, grid, report):
         if HISTORY > 0:
             _keep_parallel(nchunks, contacts)
-        if _bin(x, grid, report):
-            _build_parallel(nchunks, x, radius, contacts, grid)
-            report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], _max_count(contacts.count))
+        if not _bin(x, grid, report):
+            return False
+        _build_parallel(nchunks, x, radius, contacts, grid)
+        most = _max_count(contacts.count)
+        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], most)
+        return most <= contacts.nbr.shape[1]
+
+
+    @kernel
+    def _moved_range(lo, hi, status):
+        """Rows of ``[lo, hi)`` that moved more than skin/2 since the last build (their
+        status bit is cleared: a rebuild follows)."""
+        moved = 0
+        for i in range(lo, hi):
+            if status[i] & BIT_SKIN:
+                status[i] &= ~BIT_SKIN
+                moved += 1
+        return moved
+
+
+    @kernel
+    def _block_steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, grid, walls, fields, status, out):
+        """The steps of a block through the direct pass, with the neighbour list rebuilt
+        inside the block wherever a particle moved more than skin/2 since the last build:
+        checked after every advance, before the forces (LAMMPS's ``neigh_modify every 1
+        check yes``); the rebuilds are counted in ``out[REPORT_REBUILDS]``. Forces do not
+        depend on when the list was built (sorted rows, springs carried), so this changes
+        no bit of a trajectory. Returns False, the block stopped, where a rebuild outgrew
+        its arrays (the caller restores, regrows and runs the block again)."""
+        n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+        if nsteps == 0:
+            return True
+        _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
+        for k in range(nsteps):
+            if _moved_range(_0, n, status) > 0:
+                out[REPORT_REBUILDS] += 1.0
+                if not _rebuild_serial(dyn.x, par.radius, contacts, grid, out):
+                    return False
+            if nb > 0:
+                _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
+            _direct_range(_0, n, _TRUE, k + 1 < nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        return True
+
+
+    @parallel
+    def _block_steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, grid, walls, fields, status, out):
+        """:func:`_block_steps_serial` in parallel passes (cross pass, then direct pass)."""
+        n, nb = dyn.x.shape[0], bonds.terms.shape[0]
+        ok = nsteps > 0
+        if ok:
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+        for k in range(nsteps):
+            if not ok:
+                break
+            if _moved_range(_0, n, status) > 0:  # one thread: a reduction would allocate
+                out[REPORT_REBUILDS] += 1.0
+                ok = _rebuild_parallel(nchunks, dyn.x, par.radius, contacts, grid, out)
+                if not ok:
+                    break
+            if nb > 0:
+                for c in prange(nchunks):
+                    lo, hi = _chunk(c, nchunks, nb)
+                    _bond_eval_range(lo, hi, _TRUE, dyn, bonds)
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _cross_range(lo, hi, h, dyn, par, bonds, contacts)
+            fuse = k + 1 < nsteps
+            for c in prange(nchunks):
+                lo, hi = _chunk(c, nchunks, n)
+                _direct_range(lo, hi, _TRUE, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        return ok
 
 
     @kernel
@@ -457,7 +564,10 @@ def _compile(law):
         _save_range(_0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
         if rebuild_first:
             _rebuild_serial(dyn.x, par.radius, contacts, grid, out)
-        _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        if _direct(contacts):
+            _block_steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, grid, walls, fields, status, out)
+        else:
+            _steps_serial(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
         report(dyn, par, contacts, status, out)
 
 
@@ -468,7 +578,11 @@ def _compile(law):
         _save_parallel(nchunks, dyn, saved)
         if rebuild_first:
             _rebuild_parallel(nchunks, dyn.x, par.radius, contacts, grid, out)
-        _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        if _direct(contacts):
+            _block_steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, grid, walls, fields, status,
+                                  out)  # fmt: skip
+        else:
+            _steps_parallel(nsteps, nchunks, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
         report(dyn, par, contacts, status, out)
 
 
@@ -476,10 +590,12 @@ def _compile(law):
 
 
     def _threads(n) -> int:
-        """0 for one thread, else the number of chunks for ``n`` rows."""
-        if n < SERIAL_BELOW:
+        """0 for one thread (fewer than :data:`SERIAL_BELOW` rows, or one thread set), else
+        the number of chunks for ``n`` rows."""
+        threads = get_num_threads()
+        if n < SERIAL_BELOW or threads == 1:
             return 0
-        return CHUNKS_PER_THREAD * get_num_threads()
+        return CHUNKS_PER_THREAD * threads
 
 
     def advance(scheme, h, dyn, par, contacts, status):
@@ -505,16 +621,17 @@ def _compile(law):
         """Forces at the current configuration (bonds break here) and, with ``kick``, the
         second half kick."""
         _bond_pass(True, dyn, bonds)
-        c = _threads(dyn.x.shape[0])
-        if contacts.res.shape[0] > 0:  # the per-pair pass
+        n = dyn.x.shape[0]
+        c = _threads(n)
+        if _direct(contacts):
             if c:
-                _pairs_parallel(c, h, dyn, par, bonds, contacts)
+                _direct_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
             else:
-                _pairs_range(0, dyn.x.shape[0], h, dyn, par, bonds, contacts)
-        if c:
+                _direct_range(0, n, kick, False, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+        elif c:
             _forces_parallel(c, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
         else:
-            _forces_range(0, dyn.x.shape[0], kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            _forces_range(0, n, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     def steps(nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -599,7 +716,8 @@ def _compile(law):
                            save=save, block_start=block_start, report=report, family_forces=family_forces,
                            diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild, block=block,
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
-                           PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS)  # fmt: skip
+                           PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS,
+                           DIRECT_PASS=DIRECT_PASS, REBUILDS_IN_BLOCK=True)  # fmt: skip
 
 
 def to_device(a):

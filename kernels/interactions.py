@@ -27,7 +27,7 @@ from .layout import (
 )
 
 
-def build(jit, base, law):
+def build(jit, base, law, prefetch=None):
     """Compile with ``jit`` for the contact law ``law`` (a module of
     :mod:`kernels.contact_laws`); ``base`` is the namespace of :func:`kernels.particles.build`."""
     quat_rotate = base.quat_rotate
@@ -37,6 +37,7 @@ def build(jit, base, law):
     C = contact_loops.build(jit, law)
     bond_sum, bond_terms = B.bond_sum, B.bond_terms
     pair_sum, gather, wall_sum, energies = C.pair_sum, C.gather, C.wall_sum, C.energies
+    direct_sum = C.direct_sum
     MOMENTS = law.MOMENTS
     DISSIPATES = law.DISSIPATES
     # only a law with history has the per-pair pass's slots (``contacts.res``): for one
@@ -84,11 +85,9 @@ def build(jit, base, law):
         return d[0], d[1], d[2], d[3], d[4], d[5], d[7], d[8], d[9], d[10]
 
     @jit
-    def forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-        """Total force and spatial moment on ``i`` at the current configuration (bonds
-        break here, contacts update their history), stored in ``F``, ``RM``; with
-        ``kick`` the second half kick of the step follows (:func:`kernels.particles.build`,
-        ``kick_body``)."""
+    def forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c):
+        """The body of :func:`forces_body` given ``i``'s contact terms ``c`` (force 3,
+        moment 3, dissipated energies 4): the families added in their fixed order."""
         x = dyn.x
         T = x.dtype.type
         f1 = f2 = f3 = m1 = m2 = m3 = T(0.0)
@@ -112,7 +111,6 @@ def build(jit, base, law):
             m2 = m2 + b5
             m3 = m3 + b6
         if contacts.mode != 0:
-            c = contact_terms(i, True, h, dyn, par, bonds, contacts)
             f1 = f1 + c[0]
             f2 = f2 + c[1]
             f3 = f3 + c[2]
@@ -140,6 +138,50 @@ def build(jit, base, law):
                 dyn.dissip[i, 2] += w[9]
                 dyn.dissip[i, 3] += w[10]
         kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
+
+    @jit
+    def forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """Total force and spatial moment on ``i`` at the current configuration (bonds
+        break here, contacts update their history), stored in ``F``, ``RM``; with
+        ``kick`` the second half kick of the step follows (:func:`kernels.particles.build`,
+        ``kick_body``)."""
+        T = dyn.x.dtype.type
+        z = T(0.0)
+        c = (z, z, z, z, z, z, z, z, z, z)
+        if contacts.mode != 0:
+            c = contact_terms(i, True, h, dyn, par, bonds, contacts)
+        forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c)
+
+    @jit
+    def direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """:func:`forces_body` with the contact terms of the direct pass
+        (:func:`kernels.contacts.build` ``direct_sum``, ``i`` in a chunk ending at ``hi``)."""
+        c = direct_sum(i, hi, h, dyn, par, bonds, contacts)
+        forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c)
+
+    advance_body = base.advance_body
+    direct_start = C.direct_start
+    AHEAD = 4  # rows
+    if prefetch is None:
+
+        @jit
+        def prefetch(k, contacts):
+            return None
+
+    @jit
+    def direct_chunk(lo, hi, kick, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """The direct pass over the chunk ``[lo, hi)`` (after the cross pass of every chunk):
+        each row's forces (:func:`direct_body`), its second half kick with ``kick``, and
+        with ``fuse`` the first part of the next step (:func:`kernels.particles.build`,
+        ``advance_body``) at once: the pass reads no row of the chunk after its turn."""
+        for j in range(lo, hi):
+            direct_start(j, lo, contacts)
+        for i in range(lo, hi):
+            if i + AHEAD < hi:
+                prefetch(i + AHEAD, contacts)
+            direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            if fuse:
+                advance_body(i, scheme, h, dyn, par, contacts, status)
 
     @jit
     def family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields):
@@ -257,6 +299,10 @@ def build(jit, base, law):
         pair_pass=C.pair_pass,
         pendulum_term=pendulum_term,
         forces_body=forces_body,
+        direct_body=direct_body,
+        direct_chunk=direct_chunk,
+        cross_pass=C.cross_pass,
+        direct_start=C.direct_start,
         family_forces_body=family_forces_body,
         diagnostics_body=diagnostics_body,
     )

@@ -239,6 +239,9 @@ def cell_hash(cx, cy, cz, r, mask):
 #: Numbers of a pair's slot in the per-pair pass: force (3) and moment (3) on the slot's
 #: end, and two of padding, so that a float64 slot is one 64-byte cache line.
 CONTACT_SLOT = 8
+#: Numbers of a particle's running sums in the CPU's direct pass (``Contacts.acc``): force
+#: (3) and moment (3), each component followed by its compensation (Neumaier).
+ACC_WIDTH = 12
 #: Columns of the per-particle dissipated-energy ledger: normal damping, friction slip,
 #: rolling resistance, twisting resistance.
 DISSIPATION = 4

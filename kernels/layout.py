@@ -56,8 +56,10 @@ precision. Units are consistent units of length, time and mass.
     :func:`kernels.contacts.build` ``pair_row``); ``nmat`` the materials of one system;
     ``hist``, ``live`` as in ``Dynamics``; ``nbr_old``, ``count_old``, ``hist_old`` the
     rows and history before a rebuild (carried into the new rows); ``res`` (N, capacity,
-    8) and ``got`` (N, capacity) uint8, the slots of the per-pair pass, or (0, 1, 8) and
-    (0, 1) where each end evaluates its pairs itself.
+    8) and ``got`` (N, capacity) uint8, the slots of the per-pair passes, or (0, 1, 8) and
+    (0, 1) where each end evaluates its pairs itself; ``acc`` (N, 12) the CPU's direct
+    pass's running sums of each particle's contact force and moment (with their
+    compensations), or (0, 12).
 
 ``Grid``: the hash grid the neighbour list is built from
     ``inv_cell`` = 1/cell size (the cell is at least the largest contact cutoff);
@@ -98,7 +100,8 @@ Bonds = namedtuple(
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
 )
 Contacts = namedtuple(
-    "Contacts", "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old res got"
+    "Contacts",
+    "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old res got acc",
 )
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
 Walls = namedtuple("Walls", "planes mat first replica")
@@ -114,7 +117,8 @@ REPORT_SPEED2 = 4  # largest |v|² at the end of the block
 REPORT_NEIGHBORS = 5  # largest neighbour count found by a build in the block
 REPORT_BUCKET = 6  # largest bucket occupancy found by a build in the block
 REPORT_ACCEL2 = 7  # largest |F/m|² at the end of the block
-REPORT_SIZE = 8
+REPORT_REBUILDS = 8  # neighbour rebuilds inside the block's steps (kernels that do them)
+REPORT_SIZE = 9
 #: Stands for a non-finite or absurd value in the report (float64).
 REPORT_BIG = 1e300
 

@@ -69,7 +69,7 @@ def _run(monkeypatch, pattern=None):
         monkeypatch.delenv("GRANULAR_THREADS", raising=False)
     model = block_impact_builder(9, gap=0.05, friction=True).finalize("cpu")  # 729 particles: the parallel path
     state = model.state()
-    integ = ExplicitIntegrator("verlet")
+    integ = ExplicitIntegrator("verlet", max_block=32)  # blocks enough to vary the threads
     eng = integ.engine(model, state)
     if pattern is None:
         assert eng.threads is None

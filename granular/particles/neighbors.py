@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from kernels import contact_laws
-from kernels.laws import CONTACT_SLOT, CONTACTS_LIST
+from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_LIST
 from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
 #: Initial particles per bucket; the buckets number the next power of two >= N.
@@ -122,14 +122,16 @@ class NeighborList:
         self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
         self.hist_old = _aligned_zeros(xp, (rows, width, max(h, 1)), self.dtype)
-        # the per-pair pass's slots (kernels.contacts.pair_pass), where the backend
-        # evaluates each pair once (PER_CONTACT_PASS) and the law keeps history (a law
-        # without is cheap enough that writing and reading back the slots costs more:
-        # paper 003's law on the bonded block of 64000, 2 cores, 7.1 ms per step with each
-        # end evaluating its pairs against 7.5 with the pass); empty: each end evaluates
-        pairs = self.n if self.backend.kernels.PER_CONTACT_PASS and h else 0
+        # the slots of the per-pair passes: on the CPU for every law (kernels.cpu, the
+        # direct pass: each pair evaluated once, slots only for pairs that cross a
+        # chunk), on the GPU where the backend evaluates each pair once
+        # (PER_CONTACT_PASS) and the law keeps history; empty: each end evaluates its own
+        kern = self.backend.kernels
+        pairs = self.n if getattr(kern, "DIRECT_PASS", False) or (kern.PER_CONTACT_PASS and h) else 0
         self.res = _aligned_zeros(xp, (pairs, self.capacity if pairs else 1, CONTACT_SLOT), self.dtype)
         self.got = xp.zeros((pairs, self.capacity if pairs else 1), dtype=np.uint8)
+        # the direct pass's running sums (force, moment, each with its compensation)
+        self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, ACC_WIDTH), self.dtype)
         if carry is not None and h:
             nbr, count, hist = carry
             k = min(nbr.shape[1], self.capacity)
@@ -160,7 +162,7 @@ class NeighborList:
             contacts = Contacts(mode, dev(self.nbr), dev(self.count), dev(self.x_ref), self.dtype.type(self.skin),
                                 half * half, law["vel"], law["mat"], law["pair"], law["nmat"], dev(self.hist),
                                 dev(self.live), dev(self.nbr_old), dev(self.count_old), dev(self.hist_old),
-                                dev(self.res), dev(self.got))  # fmt: skip
+                                dev(self.res), dev(self.got), dev(self.acc))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica))  # fmt: skip
             self._bundles = (contacts, grid)
@@ -255,7 +257,7 @@ class NeighborList:
         for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "got",
                   "_report"):  # fmt: skip
             setattr(new, k, getattr(self, k).copy())
-        for k in ("hist", "hist_old", "res"):  # aligned as _allocate makes them
+        for k in ("hist", "hist_old", "res", "acc"):  # aligned as _allocate makes them
             a = getattr(self, k)
             b = _aligned_zeros(xp, a.shape, a.dtype)
             b[...] = a
@@ -312,7 +314,7 @@ class NeighborList:
     @property
     def bytes(self) -> int:
         arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
-                  self.count_old, self.hist_old, self.res, self.got)  # fmt: skip
+                  self.count_old, self.hist_old, self.res, self.got, self.acc)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
 

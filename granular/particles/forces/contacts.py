@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.laws import CONTACT_SLOT, CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
+from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
 
@@ -145,8 +145,9 @@ def _placeholder_args(backend, dummy, mode, T, law):
     hist = dev(xp.zeros((0, 1, 1), dtype=T))
     live = dev(xp.zeros((0, 1), dtype=np.uint8))
     res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
+    acc = dev(xp.zeros((0, ACC_WIDTH), dtype=T))
     return (Contacts(mode, nbr, count, x_ref, T(0.0), T(0.0), law["vel"], law["mat"], law["pair"], law["nmat"], hist,
-                     live, nbr, count, hist, res, live),
+                     live, nbr, count, hist, res, live, acc),
             Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32))))  # fmt: skip
 
 

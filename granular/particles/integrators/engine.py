@@ -18,7 +18,11 @@ step, for the same particle, as a step-by-step loop would, leaving the state as 
 before that step. Neighbour rows are kept sorted, so forces do not depend on when the
 list was rebuilt, and a trajectory is the same bit for bit for every block length.
 
-Block length: the largest that fits the request (at most :data:`MAX_BLOCK`), unless the
+Kernels that rebuild the neighbour list inside a block (the CPU's: after each advance,
+wherever a particle crossed skin/2, as LAMMPS checks every step) run blocks of the
+largest length that fits the request (at most :data:`MAX_BLOCK`); a rebuild inside a
+block that outgrows the arrays stops the block, which is restored and run again after
+the regrow. Elsewhere (the GPU) the block length is the largest that fits, unless the
 particles would likely cross skin/2 before its end: from the largest displacement since
 the last build and the largest speed measured at the end of the previous block, with a
 safety factor that doubles after every skin failure. When the remaining budget cannot
@@ -39,6 +43,7 @@ from kernels.layout import (
     REPORT_ACCEL2,
     REPORT_DISPLACEMENT2,
     REPORT_NOT_FINITE,
+    REPORT_REBUILDS,
     REPORT_ROTATION,
     REPORT_SIZE,
     REPORT_SKIN,
@@ -111,6 +116,7 @@ class ParticleEngine:
         self._a2 = 0.0
         self.safety = SAFETY
         self.steps = self.blocks = self.block_rebuilds = self.redone = self.regrows = 0
+
         # the CPU's parallel blocks: the thread count measured block by block (threads.py)
         parallel = be.name == "cpu" and model.n >= getattr(be.kernels, "SERIAL_BELOW", math.inf)
         self.threads = ThreadTuner(numba.get_num_threads()) if parallel and tuning_enabled() else None
@@ -210,7 +216,8 @@ class ParticleEngine:
             rep, threads, seconds = self._block(count, scheme, h, rebuild)
             compiled = compile_seconds() != compiled
             self.blocks += 1
-            if rebuild and self.neighbors is not None and self.neighbors.outgrown(rep):
+            inner = int(rep[REPORT_REBUILDS])  # rebuilds inside the block's steps
+            if (rebuild or inner) and self.neighbors is not None and self.neighbors.outgrown(rep):
                 self.program.restore()
                 self.program.read_report()  # the restore done before the regrow's host work (rare)
                 self.neighbors.overflowed(rep)
@@ -229,9 +236,9 @@ class ParticleEngine:
                 for _ in range(count):
                     self.step(scheme, h)
             else:
-                if rebuild:
-                    self.neighbors.builds += 1
-                    self.block_rebuilds += 1
+                if rebuild or inner:
+                    self.neighbors.builds += int(rebuild) + inner
+                    self.block_rebuilds += int(rebuild) + inner
                 self._d2 = rep[REPORT_DISPLACEMENT2]
                 self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
                 self.safety = max(SAFETY, 0.95 * self.safety)
@@ -278,6 +285,14 @@ class ParticleEngine:
         self._v2, self._a2 = rep[REPORT_SPEED2], rep[REPORT_ACCEL2]
         self._commit(1, h)
 
+    @property
+    def rebuilds_in_block(self) -> bool:
+        """Whether the program's blocks rebuild the neighbour list inside their steps
+        wherever a particle crossed skin/2 (the CPU's one-call blocks): then blocks are not
+        cut short to stay within the skin."""
+        k = self.program.k
+        return bool(getattr(k, "REBUILDS_IN_BLOCK", False)) and getattr(k, "block", None) is not None
+
     def _measure(self) -> None:
         """Displacement since the last build and speed of the current state."""
         if self.neighbors is not None and not self.neighbors.valid:
@@ -297,7 +312,7 @@ class ParticleEngine:
         of the skin/2 budget covers it, or covers at least half of what a fresh list
         would; otherwise it starts with a rebuild.
         """
-        if self.neighbors is None:
+        if self.neighbors is None or self.rebuilds_in_block:
             return wanted, False
         budget = 0.5 * self.neighbors.skin
         used = math.sqrt(self._d2)
