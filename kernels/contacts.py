@@ -10,12 +10,18 @@ negatives. The canonical order of a pair is that of the positions (lexicographic
 of the indices, so a pair's terms do not depend on the particles' numbering; a particle
 adds its terms in row (index) order with compensated sums.
 
-Two ways to sum the pairs, with the same bits:
+Three ways to sum the pairs, with the same bits:
 
 * :func:`pair_sum`, each end evaluating each of its pairs (the GPU's way: no buffer);
-* :func:`pair_pass` then :func:`gather` (the CPU's way): the lower index evaluates each
-  pair once and writes both ends' terms into their slots (``contacts.res``) and the
-  updated history into both ends' copies; each end then adds its slots in row order.
+* :func:`pair_pass` then :func:`gather` (the GPU's with ``GRANULAR_CONTACT_PASS=per-pair``):
+  the lower index evaluates each pair once and writes both ends' terms into their slots
+  (``contacts.res``) and the updated history into both ends' copies; each end then adds
+  its slots in row order;
+* the direct pass (the CPU's, every law): over chunks of rows, :func:`cross_pass` leaves
+  the pairs that cross into a later chunk in the slots; then, row by row in each chunk,
+  :func:`direct_start` and :func:`direct_sum` evaluate each pair in the chunk once and add
+  its term on the higher end straight into that end's running sums (``contacts.acc``),
+  which hold the terms of its lower partners, added in row order as the rows go by.
 
 History (``HISTORY`` floats per contact) lives in slots parallel to the neighbour rows
 (both ends hold identical copies, ``contacts.hist``), with a byte per slot saying whether

@@ -5,10 +5,19 @@ loop runs on one thread or many.
 
 Each loop is a serial function over ``[lo, hi)``; the parallel launch splits the rows
 into chunks handed to threads by ``prange`` (:func:`_chunks`). Systems smaller than
-:data:`SERIAL_BELOW` run on one thread: waking the thread pool costs more than their
-work, and on a loaded machine a parallel region can wait a whole scheduler time slice for
-a descheduled thread. A block of ``K`` steps is one compiled call (:func:`steps`): the
-interpreter is not involved between steps.
+:data:`SERIAL_BELOW`, and any system on one thread, run the serial functions: waking the
+thread pool costs more than their work, and on a loaded machine a parallel region can
+wait a whole scheduler time slice for a descheduled thread. A block of ``K`` steps is one
+compiled call (:func:`block`): the interpreter is not involved between steps.
+
+Contacts go through the direct pass (:mod:`kernels.contacts`): each pair is evaluated
+once, by its lower index, and its terms on the higher end are added straight into that
+end's compensated running sums, in the order each end would have added them itself; only
+the pairs whose partner lies in a later chunk go through slots (the cross pass). A step
+is the bond pass (with bonds), the cross pass and the direct pass, which also finishes
+each row (forces, kick) and takes its next step's advance. Inside a block the neighbour
+list is rebuilt after any advance that took a particle more than skin/2 from its place at
+the last build (LAMMPS's every-step check), before the forces.
 
 Compiled without Numba's reference counting (``_nrt=False``; nothing here allocates):
 with it, every field read from an argument bundle costs an atomic increment and
@@ -74,6 +83,7 @@ simulated = False
 # launchers' calls from Python (about 25 s more of a first run on 2 cores).
 _0 = np.int64(0)
 _TRUE = np.bool_(True)
+_FALSE = np.bool_(False)
 
 # Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
 # inline across separately compiled functions returning tuples.
@@ -355,7 +365,7 @@ def _compile(law):
             _cross_range(lo, hi, h, dyn, par, bonds, contacts)
         for c in prange(nchunks):
             lo, hi = _chunk(c, nchunks, n)
-            _direct_range(lo, hi, kick, False, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            _direct_range(lo, hi, kick, _FALSE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
     @parallel
