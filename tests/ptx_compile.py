@@ -58,7 +58,22 @@ def kernel_arguments(dtype):
         "grid_build": (k["_grid_build_kernel"], (s.x, m.radius, a["contacts"], a["grid"], report)),
         "keep": (k["_keep_kernel"], (a["contacts"],)),
         "velocities": (k["_velocities_kernel"], (dyn,)),
-    } | friction_arguments(dtype)
+    } | friction_arguments(dtype) | component_arguments(m, s)
+
+
+def component_arguments(m, s):
+    """The fragment labelling kernels (:mod:`kernels.components_cuda`)."""
+    from kernels import components_cuda as C
+
+    parent = np.zeros(m.n, dtype=np.int64)
+    changed = np.zeros(1, dtype=np.int32)
+    nl = m.neighbors_of(s)
+    return {
+        "components_start": (C.start, (parent,)),
+        "components_hook_bonds": (C.hook_bonds, (m.bonds.a, m.bonds.b, s.broken, parent, changed)),
+        "components_hook_contacts": (C.hook_contacts, (s.x, m.radius, nl.nbr, nl.count, parent, changed)),
+        "components_jump": (C.jump, (parent,)),
+    }
 
 
 def friction_arguments(dtype):

@@ -8,13 +8,17 @@ The frame's point data: ``id``, ``radius``, ``mass``, ``inertia``, ``velocity``,
 ``angular_velocity`` (spatial), ``d1``, ``d2``, ``d3`` (the columns of ``R``, for glyphs),
 ``kinetic_energy``, and with the dissipative law ``contacts``, ``contact_force``,
 ``contact_moment``, ``dissipated``; bonds are line cells with ``strain``, ``angle`` and
-``broken``. The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
-``L_*``, ``broken_bonds``, pendulum invariants, and for fewer than :data:`SMALL_SYSTEM`
-particles each particle's state.
+``broken``; with bonds that can break, ``fragment`` (the particle's fragment, numbered
+by mass). The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
+``L_*``, ``broken_bonds``, with bonds that can break ``U_released``, ``damage``,
+``fragments`` and ``largest_fragment``, pendulum invariants, and for fewer than
+:data:`SMALL_SYSTEM` particles each particle's state. With bonds that can break a run
+ends with ``fragments.csv`` (:meth:`ParticleSystem.write_final`).
 """
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,6 +27,7 @@ from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 
 from ..io import write_walls
 from . import diagnostics as diag
+from . import fragments
 from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
@@ -53,6 +58,8 @@ def frame_data(model, state):
     if model.law is not None and model.law.dissipates:
         point.update(contact_data(model, state))
     lines, cell = None, None
+    if breakable(model):
+        point["fragment"] = fragments.fragments(model, state).fragment
     if model.n_bonds:
         meas = model.bonds.measures(model, state)
         lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
@@ -87,12 +94,19 @@ def contact_data(model, state) -> dict:
 DISSIPATED = ("dissipated_normal", "dissipated_friction", "dissipated_rolling", "dissipated_twisting")
 
 
+def breakable(model) -> bool:
+    """Whether the model's bonds can break (then runs book ``U_released`` and the fragments)."""
+    return model.bonds is not None and model.bonds.can_break
+
+
 def series_row(model, state) -> dict:
     """One ``series.csv`` row: energies, momenta, invariants and (small systems) states.
 
     Energies, momenta and bond counts come from one fused diagnostics kernel and one
     read-back. With bonds that can break, ``U_released`` is the energy the broken bonds
-    had when they broke (``total + U_released`` is conserved)."""
+    had when they broke (``total + U_released`` is conserved), and ``damage``,
+    ``fragments`` and ``largest_fragment`` describe the pieces
+    (:func:`granular.particles.fragments.summary`)."""
     totals = model.diagnostics(state)
     row = {"time": state.time, "step": float(state.step)}
     row.update(diag.energies(model, state, totals))
@@ -101,8 +115,9 @@ def series_row(model, state) -> dict:
     for a in "xyz":
         row[f"L_{a}"] = totals[f"L_{a}"]
     row["broken_bonds"] = totals["broken_bonds"]
-    if model.bonds is not None and model.bonds.can_break:
+    if breakable(model):
         row["U_released"] = totals["U_released"]
+        row.update(fragments.summary(model, state))
     if model.law is not None and model.law.dissipates:
         for k in DISSIPATED:
             row[k] = totals[k]
@@ -265,6 +280,11 @@ class ParticleSystem:
             x = model.backend.to_host(self.state.x)
             size = 2.0 * float(np.ptp(x, axis=0).max() + 4 * model.backend.to_host(model.radius).max())
             write_walls(out_dir, walls.planes_host, x.mean(axis=0), size)
+
+    def write_final(self, out_dir) -> None:
+        """``fragments.csv`` of the last state, when bonds can break."""
+        if breakable(self.model):
+            fragments.write_csv(os.path.join(out_dir, "fragments.csv"), fragments.fragments(self.model, self.state))
 
     def checkpoint_meta(self) -> dict:
         return {"integrator": self.label, "health": self.health.start_values()}
