@@ -179,3 +179,31 @@ def test_a_run_with_breakable_bonds_writes_damage_fragments_and_fragments_csv(tm
     first, last = meshio.read(frames[0]), meshio.read(frames[-1])
     assert first.point_data["fragment"].tolist() == [0, 0]
     assert sorted(last.point_data["fragment"].tolist()) == [0, 1]
+
+
+def test_per_replica_fragments_equal_each_replica_alone():
+    """In a model of replicas the fragmentation of each replica is that of its own model."""
+    from granular.particles.fragments import per_replica
+
+    def builder(n):
+        b = gr.ModelBuilder()
+        b.add_particles(np.c_[np.arange(n, dtype=float), np.zeros(n), np.zeros(n)], mass=np.arange(1.0, n + 1))
+        b.add_bonds(np.c_[np.arange(n - 1), np.arange(1, n)], ka=1.0, strain_max=0.5)
+        return b
+
+    sizes = (5, 8, 3)
+    merged = gr.ModelBuilder.replicas([builder(n) for n in sizes]).finalize("cpu")
+    state = merged.state()
+    cuts = [[1], [0, 3, 5], []]
+    flags = np.concatenate([np.isin(np.arange(n - 1), c) for n, c in zip(sizes, cuts)]).astype(state.broken.dtype)
+    # the merged model orders bonds by replica as given
+    state.broken[:] = flags
+    got = per_replica(merged, state)
+    for r, (n, c) in enumerate(zip(sizes, cuts)):
+        alone = builder(n).finalize("cpu")
+        s = alone.state()
+        s.broken[np.asarray(c, dtype=np.int64)] = 1
+        ref = summary(alone, s)
+        assert got["damage"][r] == pytest.approx(ref["damage"])
+        assert got["fragments"][r] == ref["fragments"]
+        assert got["largest_fragment"][r] == pytest.approx(ref["largest_fragment"])

@@ -30,7 +30,7 @@ import numpy as np
 
 from kernels import components
 
-__all__ = ["Fragments", "fragment_labels", "fragments", "summary", "write_csv"]
+__all__ = ["Fragments", "fragment_labels", "fragments", "per_replica", "summary", "write_csv"]
 
 #: Columns of ``fragments.csv``, one row per fragment (heaviest first).
 CSV_COLUMNS = ("fragment", "particles", "mass", "x", "y", "z", "vx", "vy", "vz")
@@ -140,6 +140,31 @@ def summary(model, state) -> dict:
     broken = int(be.to_host(state.broken).sum()) if model.n_bonds else 0
     return {"damage": broken / model.n_bonds if model.n_bonds else 0.0, "fragments": float(mass.size),
             "largest_fragment": float(mass[0] / mass.sum())}  # fmt: skip
+
+
+def per_replica(model, state) -> dict:
+    """:func:`summary` of each replica of a model of replicas (fragments never span two:
+    replicas share no bond): ``damage``, ``fragments``, ``largest_fragment``, each (R,)."""
+    be = model.backend
+    rep = np.asarray(be.to_host(model.replica), dtype=np.int64)
+    count = int(model.replica_count)
+    m = np.asarray(be.to_host(model.mass), dtype=np.float64)
+    labels = be.to_host(fragment_labels(model, state))
+    roots, inverse = np.unique(labels, return_inverse=True)
+    mass = np.bincount(inverse, weights=m)
+    owner = rep[roots]  # a fragment's replica: that of its smallest particle
+    number = np.bincount(owner, minlength=count).astype(np.float64)
+    largest = np.zeros(count)
+    np.maximum.at(largest, owner, mass)
+    total = np.bincount(rep, weights=m, minlength=count)
+    bonds = np.zeros(count)
+    broken = np.zeros(count)
+    if model.n_bonds:
+        of_bond = rep[model.bonds.host["a"]]
+        bonds = np.bincount(of_bond, minlength=count).astype(np.float64)
+        broken = np.bincount(of_bond, weights=np.asarray(be.to_host(state.broken), dtype=np.float64), minlength=count)
+    damage = np.divide(broken, bonds, out=np.zeros(count), where=bonds > 0)
+    return {"damage": damage, "fragments": number, "largest_fragment": largest / total}
 
 
 def fragments(model, state, contacts: bool = False) -> Fragments:
