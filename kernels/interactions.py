@@ -34,7 +34,7 @@ def build(jit, base, law):
     kick_body = base.kick_body
     pendulum_moment = base.pendulum_moment
     B = bond_bodies.build(jit, base)
-    C = contact_loops.build(jit, law)
+    C = contact_loops.build(jit, law, B)
     bond_sum, bond_terms = B.bond_sum, B.bond_terms
     pair_sum, gather, wall_sum, energies = C.pair_sum, C.gather, C.wall_sum, C.energies
     MOMENTS = law.MOMENTS

@@ -370,3 +370,30 @@ def test_strengths_per_bond_break_the_weakest_first():
     assert len(order) == 3
     a = model.bonds.host["a"]
     assert [int(a[k]) // 2 for k in order] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_grains_of_a_broken_bond_collide(backend):
+    """Bonded pairs have no contact (``bonded_contacts=False``) only while their bond
+    holds: two grains pushed together break their bond in compression (``strain_max``)
+    and then meet by contact and bounce apart, instead of passing through each other."""
+    if backend == "gpu" and not gr.backend.cuda_simulator_enabled():
+        pytest.skip("GPU backend under the CUDA simulator only here")
+    b = gr.ModelBuilder()
+    b.add_material("grain", young=1e5, poisson=0.3, density=1000.0, restitution=0.9)
+    b.add_particles([[0.0, 0.0, 0.0], [0.02, 0.0, 0.0]], radius=0.01, material="grain",
+                    v=[[0.5, 0.0, 0.0], [-0.5, 0.0, 0.0]])  # fmt: skip
+    b.add_parallel_bonds([[0, 1]], young=1e5, poisson=0.3, radius_ratio=0.5, strain_max=0.005)
+    b.set_contacts(bonded_contacts=False)
+    model = b.finalize(backend)
+    s = model.state()
+    integ = gr.ExplicitIntegrator()
+    closest = 1.0
+    for _ in range(400):
+        integ.advance(model, s, 2e-5, 5)
+        x = model.backend.to_host(s.x)
+        closest = min(closest, float(np.linalg.norm(x[1] - x[0])))
+    v = model.backend.to_host(s.v)
+    assert int(model.backend.to_host(s.broken)[0]) == 1
+    assert closest > 0.015  # met by contact (overlap a few per cent), never passed through
+    assert v[0, 0] < 0 < v[1, 0]  # bounced apart

@@ -30,6 +30,8 @@ import numpy as np
 
 from kernels import components
 
+from ..io._atomic import atomic_write_bytes
+
 __all__ = ["Fragments", "fragment_labels", "fragments", "per_replica", "summary", "write_csv"]
 
 #: Columns of ``fragments.csv``, one row per fragment (heaviest first).
@@ -209,8 +211,6 @@ def fragments(model, state, contacts: bool = False) -> Fragments:
 def write_csv(path, frags: Fragments) -> str:
     """``fragments.csv`` at ``path``: one row per fragment, heaviest first
     (:data:`CSV_COLUMNS`); written whole to a temporary file and renamed."""
-    from ..io._atomic import atomic_write_bytes
-
     lines = [",".join(CSV_COLUMNS)]
     for k in range(frags.count):
         c, u = frags.center[k], frags.velocity[k]

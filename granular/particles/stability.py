@@ -476,7 +476,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         form = bonds.host["form"] if bonds.parallel else np.zeros(nb, np.int8)
         kt = bonds.host["kt"] if bonds.parallel else np.zeros(nb)
         arm = bonds.host["arm"] if bonds.parallel else np.zeros((nb, 2))
-        bond_keys = np.minimum(a, b) * n + np.maximum(a, b)
+        bond_keys = np.minimum(a[ids], b[ids]) * n + np.maximum(a[ids], b[ids])  # broken bonds leave their contact
     else:
         ends = partners = bond_of = np.zeros(0, dtype=np.int64)
 

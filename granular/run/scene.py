@@ -25,8 +25,10 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
+from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import overlap_problem, wall_problem
 from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
+from ..particles.strengths import draw_strengths
 from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
 from .scene_contacts import contact_errors
 from .scene_errors import schema_errors
@@ -132,8 +134,6 @@ class BondFamily(_Strict):
             for k, name in enumerate(("tensile_strength", "shear_strength")):
                 mean = getattr(self, name)
                 if self.strength_law is not None and math.isfinite(mean):
-                    from ..particles.strengths import draw_strengths
-
                     mean = draw_strengths(mean, len(pairs), self.strength_law, modulus=self.strength_modulus,
                                           cov=self.strength_cov, seed=self.strength_seed + k)  # fmt: skip
                 strengths[name] = mean
@@ -252,7 +252,9 @@ class AgglomerateParticles(_Group):
     count: Annotated[int, Field(ge=1)] | None = None
     shape: Literal["sphere", "cylinder", "box"] = "sphere"
     size: Annotated[list[Positive], Field(min_length=1, max_length=3)] | None = None
-    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = 0.5
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = Field(
+        0.5, description="a number > 0 (one radius) or a list [low, high] of two numbers > 0 (radii drawn from "
+        "the distribution between them)")
     distribution: Literal["uniform", "lognormal"] = "uniform"
     seed: Annotated[int, Field(ge=0)] = 0
     center: Vec3 = [0.0, 0.0, 0.0]
@@ -496,8 +498,6 @@ def _specimen(g: AgglomerateParticles, path: str, folder):
     by ``1 + max_overlap``: a packing relaxed to within its overlap tolerance becomes one
     whose grains touch within that tolerance but never overlap. A relative ``specimen``
     path is taken from ``folder`` (the scene file's; else the working directory)."""
-    from ..particles.packing import Specimen, dense_packing
-
     try:
         if g.specimen is not None:
             where = g.specimen
