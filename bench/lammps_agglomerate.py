@@ -3,7 +3,7 @@
 The shipped ``scenes/agglomerate_impact.toml`` with its bonds on the combined criterion
 (LAMMPS ``bond bpm/rotational``'s: ``F_n/F_nc + F_s/F_sc + M_t/M_tc + M_b/M_bc > 1``, the
 limits those of the scene's mean strengths on the bond's section, the same for every
-bond) is run by granular and, exported by :func:`granular.io.lammps.export_lammps`, by
+bond) is run by granular and, exported by :func:`granular.run.lammps.export_lammps`, by
 LAMMPS; the damage ratio and the number of fragments at the end are printed side by side.
 
 Run: ``python bench/lammps_agglomerate.py --lmp PATH/lmp`` (a LAMMPS with the BPM and
@@ -98,7 +98,7 @@ def run_granular(path: str) -> dict:
 
 
 def run_lammps(path: str, lmp: str, folder: str) -> dict:
-    from granular.io.lammps import export_lammps
+    from granular.run.lammps import export_lammps
 
     info = export_lammps(path, folder)
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from granular.io.lammps import export_lammps
+from granular.run.lammps import export_lammps
 from granular.run.scene import build_model, load_scene
 
 SCENE = """

@@ -33,8 +33,8 @@ import os
 
 import numpy as np
 
-from ..run.scene import build_model, load_scene
-from ._atomic import atomic_write_bytes
+from ..io._atomic import atomic_write_bytes
+from .scene import build_model, load_scene
 
 __all__ = ["export_lammps"]
 
