@@ -192,6 +192,11 @@ def first_exceeding(model, omega=None, v=None, steps=300, dt=1e-3, load=None):
 HEAVY = {"mass": 1e12, "inertia": 1e12}
 
 
+def relative_rotvec(q):
+    """Rotation vector of ``R_1 R_0ᵀ``: the pair's relative rotation from rest (both start at I)."""
+    return rot.quat_to_rotvec(rot.quat_multiply(q[1], rot.quat_conjugate(q[0])))
+
+
 def test_pure_tension_breaks_at_the_tensile_strength():
     c = cylinder()
     sigma = 3.0
@@ -209,7 +214,7 @@ def test_pure_bending_breaks_at_the_tensile_strength():
     omega = np.array([[0.0, 0.0, 0.5], [0.0, 0.0, -0.5]])
 
     def load(x, q):
-        phi = np.linalg.norm(rot.quat_to_rotvec(rot.quat_multiply(q[1], rot.quat_conjugate(q[0]))))
+        phi = np.linalg.norm(relative_rotvec(q))
         return c["kb"] * phi * c["rbar"] / c["I"] / sigma
 
     ex, br = first_exceeding(model, omega=omega, load=load)
@@ -224,7 +229,7 @@ def test_pure_torsion_breaks_at_the_shear_strength():
     omega = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
 
     def load(x, q):
-        phi = abs(rot.quat_to_rotvec(rot.quat_multiply(q[1], rot.quat_conjugate(q[0])))[0])
+        phi = abs(relative_rotvec(q)[0])
         return c["kt"] * phi * c["rbar"] / c["J"] / tau
 
     ex, br = first_exceeding(model, omega=omega, load=load)
@@ -254,7 +259,7 @@ def test_the_combined_criterion_sums_force_and_moment_ratios():
     omega = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
 
     def load(x, q):
-        phi = abs(rot.quat_to_rotvec(rot.quat_multiply(q[1], rot.quat_conjugate(q[0])))[0])
+        phi = abs(relative_rotvec(q)[0])
         return c["kn"] * (x[1, 0] - 1.0) / fnc + c["kt"] * phi / mtc
 
     ex, br = first_exceeding(model, v=[0.01, 0.0, 0.0], omega=omega, load=load)

@@ -32,7 +32,7 @@ from kernels import components
 
 from ..io._atomic import atomic_write_bytes
 
-__all__ = ["Fragments", "fragment_labels", "fragments", "per_replica", "summary", "write_csv"]
+__all__ = ["Fragments", "fragment_labels", "fragments", "numbers", "per_replica", "summary", "write_csv"]
 
 #: Columns of ``fragments.csv``, one row per fragment (heaviest first).
 CSV_COLUMNS = ("fragment", "particles", "mass", "x", "y", "z", "vx", "vy", "vz")
@@ -142,6 +142,13 @@ def summary(model, state) -> dict:
     broken = int(be.to_host(state.broken).sum()) if model.n_bonds else 0
     return {"damage": broken / model.n_bonds if model.n_bonds else 0.0, "fragments": float(mass.size),
             "largest_fragment": float(mass[0] / mass.sum())}  # fmt: skip
+
+
+def numbers(model, state):
+    """The fragment of each particle, numbered by mass (host, (N,) int64): the point data
+    of a frame, without the per-fragment table of :func:`fragments`."""
+    m = np.asarray(model.backend.to_host(model.mass), dtype=np.float64)
+    return _numbered(model.backend.to_host(fragment_labels(model, state)), m)[0]
 
 
 def per_replica(model, state) -> dict:

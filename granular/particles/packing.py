@@ -65,7 +65,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 
 import numba
@@ -73,6 +72,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import PackingError
+from ..io._atomic import atomic_write
 
 __all__ = ["SHAPES", "Specimen", "container_volume", "dense_packing", "draw_radii"]
 
@@ -649,7 +649,7 @@ class Specimen:
 
         The arrays ``x`` and ``radius`` and a JSON string ``metadata`` (the other
         attributes) go to a temporary file in the same folder, which then replaces
-        ``path`` (:func:`os.replace`).
+        ``path`` (:func:`granular.io._atomic.atomic_write`).
 
         Parameters
         ----------
@@ -662,20 +662,14 @@ class Specimen:
             ``path``.
         """
         path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".specimen-", suffix=".npz.tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
+
+        def write(tmp):
+            with open(tmp, "wb") as fh:
                 np.savez(fh, x=np.ascontiguousarray(self.x, dtype=np.float64),
                          radius=np.ascontiguousarray(self.radius, dtype=np.float64),
                          metadata=np.array(json.dumps(self._metadata())))  # fmt: skip
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+
+        atomic_write(path, write)
         return path
 
     @classmethod

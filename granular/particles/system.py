@@ -59,7 +59,7 @@ def frame_data(model, state):
         point.update(contact_data(model, state))
     lines, cell = None, None
     if breakable(model):
-        point["fragment"] = fragments.fragments(model, state).fragment
+        point["fragment"] = fragments.numbers(model, state)
     if model.n_bonds:
         meas = model.bonds.measures(model, state)
         lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
