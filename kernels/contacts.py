@@ -74,16 +74,20 @@ def build(jit, law, bond_fns):
     def bonded(T, i, j, update, dyn, bonds):
         """Whether an intact bond joins ``i`` and ``j`` (scan of ``i``'s CSR list): a
         bonded pair has no contact (``skip_contacts``) until its bond breaks. In a step
-        (``update``) a bond that breaks in this very evaluation counts as broken, by the
-        bond's own test (:func:`kernels.bonds.build` ``bond_breaks``, the same inputs as
-        its end ``a`` uses to set the flag): both ends then agree whichever pass or thread
-        reads the flag first, and the grains of a broken bond collide from that step on."""
+        (``update``) a bond that breaks in this very evaluation counts as broken: after a
+        per-bond pass (the CPU's) its flag is already set; where each end evaluates its
+        bonds in the force kernel (the GPU's) by the bond's own test
+        (:func:`kernels.bonds.build` ``bond_breaks``, the same inputs as its end ``a`` uses
+        to set the flag), so both ends agree whichever thread reads the flag first. The
+        grains of a broken bond collide from that step on."""
         for p in range(bonds.offsets[i], bonds.offsets[i + 1]):
             k = bonds.incident[p]
             if bonds.a[k] == j or bonds.b[k] == j:
                 if dyn.broken[k] != 0:
                     return False
-                if update and bonds.can_break:
+                # with a per-bond pass (a (B, 9) buffer) the bonds broke before the contacts:
+                # the flag is final; otherwise the bond's own test, as its end a makes it
+                if update and bonds.can_break and bonds.terms.shape[0] == 0:
                     t = bond_terms(T, k, dyn.x, dyn.q, bonds)
                     if bond_breaks(T, k, update, bonds, t):
                         return False
