@@ -1,7 +1,9 @@
 """The LAMMPS export of a bonded specimen: the data file holds the grains (diameters,
 densities giving the masses, velocities) and one bond type per bond whose coefficients
 are the parallel bonds' stiffnesses and limits; the deck says which contact law, walls
-and special bonds; scenes the export cannot express are refused by name."""
+and special bonds; scenes the export cannot express are refused by name, before
+anything is written; ``granular export-lammps`` writes the files and refuses an
+occupied folder without ``--overwrite``."""
 
 import math
 import os
@@ -11,7 +13,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from granular.run.lammps import export_lammps
+from granular.cli import main
+from granular.run.lammps import LAMMPS_FILES, export_lammps
 from granular.run.scene import build_model, load_scene
 
 SCENE = """
@@ -109,7 +112,12 @@ def test_scenes_the_export_cannot_express_are_refused_by_name(scene_file, tmp_pa
     shipped = os.path.join(os.path.dirname(__file__), "..", "scenes", "agglomerate_impact.toml")
     with pytest.raises(ValueError, match="materials: the export needs one material"):
         export_lammps(shipped, tmp_path / "b")
-    assert not os.path.exists(tmp_path / "b" / "in.impact")
+    assert not os.path.exists(tmp_path / "b")  # refused before the folder is made
+    family = SCENE[SCENE.index('form = "parallel"') : SCENE.index("[[particles]]")]
+    p.write_text(SCENE.replace(family, 'form = "paper"\nka = 1.0\nks = 1.0\nkm = 1.0\nstrain_max = 0.1\n'))
+    with pytest.raises(ValueError, match=r"bonds\[0\].family: bond family 'cement' is paper 003's binder"):
+        export_lammps(p, tmp_path / "c")
+    assert not os.path.exists(tmp_path / "c")
 
 
 LMP = os.environ.get("GRANULAR_LMP") or shutil.which("lmp")
@@ -123,3 +131,46 @@ def test_lammps_runs_the_exported_deck(scene_file, tmp_path):
     assert r.returncode == 0, open(tmp_path / "log.lammps").read()[-2000:]
     dump = np.loadtxt(tmp_path / "final.dump", skiprows=9)
     assert dump.shape[0] == info["atoms"]
+
+
+def test_the_command_writes_the_files_and_the_line_that_runs_them(scene_file, tmp_path, capsys):
+    out = tmp_path / "lammps"
+    assert main(["export-lammps", str(scene_file), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    model, _ = build_model(load_scene(scene_file), backend="cpu")
+    assert sorted(os.listdir(out)) == sorted(LAMMPS_FILES)
+    for name in LAMMPS_FILES:
+        assert f"wrote {out / name}" in said
+    assert f"cd {out} && lmp -in in.impact" in said
+    with open(out / "specimen.data") as fh:
+        text = fh.read()
+    assert f"\n{model.n} atoms\n" in text and len(sections(text)["Atoms"]) == model.n
+    # an occupied folder: refused without --overwrite, the files left as they were
+    (out / "in.impact").write_text("mine\n")
+    assert main(["export-lammps", str(scene_file), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exists and is not empty; give --overwrite" in err
+    assert (out / "in.impact").read_text() == "mine\n"
+    assert main(["export-lammps", str(scene_file), "--out", str(out), "--overwrite"]) == 0
+    assert (out / "in.impact").read_text().startswith("# export: exported by granular")
+    capsys.readouterr()
+    assert main(["export-lammps", str(scene_file), "--out", str(scene_file)]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def test_the_command_refuses_a_scene_in_one_line_and_writes_nothing(tmp_path, capsys):
+    """A scene without parallel bonds: one line naming the field, status 2, no folder; a
+    malformed scene: the scene's errors and status of ``granular run``."""
+    p = tmp_path / "loose.toml"
+    p.write_text(SCENE.replace('[[bonds]]\nkind = "touching"\nfactor = 1.01\nfamily = "cement"\n', ""))
+    out = tmp_path / "lammps"
+    assert main(["export-lammps", str(p), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"granular export-lammps: {p}: bonds: the export needs parallel")
+    assert not out.exists()
+    p.write_text(SCENE.replace("dt = 5e-7", "dt = -1.0"))
+    assert main(["export-lammps", str(p), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "run.dt: Input should be greater than 0" in err and not out.exists()
+    assert main(["run", str(p), "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == err  # as granular run says it

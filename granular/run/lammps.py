@@ -36,9 +36,11 @@ import numpy as np
 from ..io._atomic import atomic_write_bytes
 from .scene import build_model, load_scene
 
-__all__ = ["export_lammps"]
+__all__ = ["LAMMPS_FILES", "export_lammps"]
 
 AXES = "xyz"
+#: What :func:`export_lammps` writes into its folder (``granular export-lammps --out``).
+LAMMPS_FILES = ("specimen.data", "bonds.coeff", "in.impact")
 
 
 def _fmt(v) -> str:
@@ -73,12 +75,24 @@ def _wall(k, w) -> str:
     return f"{AXES[axis]}plane NULL {_fmt(-w.offset)}"
 
 
+def _parallel_only(scene) -> None:
+    """``ValueError`` for a scene without bonds or with bonds of paper 003's binder, before
+    any packing is made."""
+    if not scene.bonds:
+        raise ValueError('bonds: the export needs parallel bonds (a [[bonds]] set of a form = "parallel" bond '
+                         "family); the scene makes none")  # fmt: skip
+    for k, bs in enumerate(scene.bonds):
+        if scene.bond_families[bs.family].form != "parallel":
+            raise ValueError(f"bonds[{k}].family: bond family {bs.family!r} is paper 003's binder (form = "
+                             '"paper"); the export takes parallel bonds only (form = "parallel")')  # fmt: skip
+
+
 def _limits(model):
     """Per bond ``(Fcr, Fcs, Tct, Tcb)`` and whether any came from the stress criterion."""
     bonds = model.bonds
+    if bonds is None or bonds.count == 0 or not bonds.parallel or (bonds.host["form"] == 0).any():
+        raise ValueError('bond_families: the export takes parallel bonds only (form = "parallel")')
     form, crit = bonds.host["form"], bonds.host["crit"]
-    if bonds.count == 0 or not bonds.parallel or (form == 0).any():
-        raise ValueError("bond_families: the export takes parallel bonds only (form = \"parallel\")")
     with np.errstate(divide="ignore"):
         inv = 1.0 / crit  # crit: (F_n, F_s, M_b, M_t) coefficients
     big = 1e300  # "never" for LAMMPS
@@ -96,7 +110,9 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
         A particle scene: one material for grains and walls (no rolling or twisting
         resistance), parallel bonds, walls normal to an axis.
     out_dir : str or path
-        The folder (made if missing); the three files are written whole and renamed.
+        The folder (made if missing, once every check has passed: a refused scene
+        leaves nothing); the three files (:data:`LAMMPS_FILES`) are each written whole
+        and renamed, the deck last.
     steps : int, optional
         Steps of the LAMMPS run (default: the scene's ``duration / dt``).
 
@@ -114,6 +130,7 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
     name, mat = _material(scene)  # what the export cannot express, before any packing is made
     law = _law(mat)
     walls = [_wall(k, w) for k, w in enumerate(scene.walls)]
+    _parallel_only(scene)
     model, run = build_model(scene, backend="cpu")
     limits, stress = _limits(model)
     state = model.state()
@@ -124,7 +141,6 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
     kn, ks, kb = (np.asarray(k, dtype=np.float64) for k in (model.bonds.ka, model.bonds.ks, model.bonds.km))
     kt = model.bonds.host["kt"]
     nsteps = int(steps) if steps is not None else round(run.duration / run.dt) if run.duration else run.steps
-    os.makedirs(out_dir, exist_ok=True)
     pad = 4.0 * float(r.max())
     lo, hi = x.min(axis=0) - pad, x.max(axis=0) + pad
     for k, wall in enumerate(scene.walls):  # the box holds the walls
@@ -170,8 +186,10 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
         "compute frag all fragment/atom", "run 0 post no",
         "write_dump all custom final.dump id mass c_frag modify sort id",
     ]  # fmt: skip
-    files = {"data": os.path.join(out_dir, "specimen.data"), "coeff": os.path.join(out_dir, "bonds.coeff"),
-             "deck": os.path.join(out_dir, "in.impact")}  # fmt: skip
+    # every refusal above comes before the folder is made; the deck, the file LAMMPS is
+    # started with, is written last
+    os.makedirs(out_dir, exist_ok=True)
+    files = dict(zip(("data", "coeff", "deck"), (os.path.join(out_dir, name) for name in LAMMPS_FILES)))
     atomic_write_bytes(files["data"], ("\n".join(data) + "\n").encode())
     atomic_write_bytes(files["coeff"], ("\n".join(coeff) + "\n").encode())
     atomic_write_bytes(files["deck"], ("\n".join(line for line in deck if line) + "\n").encode())
