@@ -311,3 +311,78 @@ def test_iteration_budget_is_enforced():
     with pytest.raises(PackingError) as err:
         dense_packing(300, radius=0.5, max_iterations=20)
     assert err.value.field == "max_iterations"
+
+
+# ---------------------------------------------------------------------------------------
+# the GPU path (kernels.packing_cuda), under the CUDA simulator
+
+
+def _gpu_backend():
+    import granular as gr
+
+    if not gr.backend.cuda_simulator_enabled():
+        pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (or on a GPU)")
+    return gr.backend.get_backend("gpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,size", [("sphere", (3.0,)), ("cylinder", (2.5, 5.0)), ("box", (4.0, 4.5, 5.0))])
+def test_gpu_lists_forces_and_steps_equal_the_cpu_rows(shape, size):
+    """One list build, force pass, FIRE step and restart on the device give the CPU's
+    arrays bit for bit: the rows are the same code (:mod:`kernels.packing`)."""
+    be = _gpu_backend()
+    rng = np.random.default_rng(5)
+    n = 60
+    rad = rng.uniform(0.3, 0.6, n)
+    x = packing._random_inside(rng, n, shape, size, 0.5 * rad)  # dense enough to overlap
+    geom, code = packing._geom(shape, size), packing._CODES[shape]
+    skin = 0.15
+    cpu = packing._Lists(n, shape, size, 1)
+    cpu.build(x, rad, skin, float(rad.max()))
+    dev = packing._DeviceLists(be, n, shape, size)
+    dev.build(x.copy(), rad, skin, float(rad.max()))
+    assert np.array_equal(cpu.nbr_start, dev.nbr_start)
+    total = int(cpu.nbr_start[-1])
+    assert total > n  # the test needs overlapping neighbours
+    assert np.array_equal(cpu.nbr[:total], dev.nbr[:total])
+    out_c = [np.zeros((n, 3)), np.zeros(n), np.zeros(n)]
+    out_g = [np.zeros((n, 3)), np.zeros(n), np.zeros(n)]
+    packing._force_rows(0, n, x, rad, cpu.nbr_start, cpu.nbr, code, geom, *out_c)
+    dev.launch(dev.kc.forces, x, rad, dev.nbr_start, dev.nbr, code, geom, *out_g)
+    for a, b in zip(out_c, out_g):
+        assert np.array_equal(a, b)
+    assert out_c[2].max() > 0  # overlaps were there to push apart
+    v = rng.normal(size=(n, 3))
+    xc, vc, dc = x.copy(), v.copy(), np.zeros(n)
+    xg, vg, dg = x.copy(), v.copy(), np.zeros(n)
+    packing._advance_rows(0, n, xc, vc, out_c[0], x, 0.07, 0.9, 0.03, dc)
+    dev.launch(dev.kc.advance, xg, vg, out_g[0], x, 0.07, 0.9, 0.03, dg)
+    packing._retreat_rows(0, n, xc, vc, 0.035)
+    dev.launch(dev.kc.retreat, xg, vg, 0.035)
+    for a, b in zip((xc, vc, dc), (xg, vg, dg)):
+        assert np.array_equal(a, b)
+    assert not vc.any() and dc.max() > 0
+    # the overlaps a jammed round would remove: the same on both
+    assert cpu.shrink_needed(x, rad, shape, size, 1e-3) == dev.shrink_needed(x, rad, shape, size, 1e-3) > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,size", [("sphere", None), ("box", None)])
+def test_gpu_packing_matches_the_cpu_one(shape, size):
+    """A whole packing on the device: the same growth rounds and FIRE steps as on the CPU
+    (only the sums over particles are taken in another order), so the same specimen to
+    round-off, as dense and as free of overlaps; the same seed repeats it bit for bit."""
+    _gpu_backend()
+    kw = dict(radius=(0.4, 0.6), seed=2, target_fraction=0.35)
+    c = dense_packing(14, shape, size=size, **kw)
+    g = dense_packing(14, shape, size=size, backend="gpu", **kw)
+    assert g.iterations == c.iterations > 0
+    assert np.abs(g.x - c.x).max() < 1e-9
+    assert g.size == c.size and g.max_overlap <= 1e-3 * (1 + 1e-9)
+    assert np.array_equal(dense_packing(14, shape, size=size, backend="gpu", **kw).x, g.x)
+
+
+def test_unknown_backend_is_named():
+    with pytest.raises(PackingError, match="backend") as err:
+        dense_packing(10, backend="tpu")
+    assert err.value.field == "backend"

@@ -71,7 +71,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..errors import PackingError
+from kernels import packing as K
+
+from ..backend import resolve_backend
+from ..errors import BackendError, PackingError
 from ..io._atomic import atomic_write
 
 __all__ = ["SHAPES", "Specimen", "container_volume", "dense_packing", "draw_radii"]
@@ -89,20 +92,6 @@ NOMINAL_FRACTION = 0.6
 FILE_FORMAT = "granular.specimen"
 FILE_VERSION = 1
 
-# FIRE (Bitzek et al. 2006, their recommended parameters; unit masses, unit stiffness, so
-# times are in units of sqrt(m / k) whatever the length scale)
-_DT0 = 0.05
-_DT_MAX = 0.5
-_DT_MIN = 0.002
-_N_DELAY = 5
-_F_INC = 1.1
-_F_DEC = 0.5
-_ALPHA0 = 0.1
-_F_ALPHA = 0.99
-# a round is jammed when its lowest energy fell by less than _STALL_DROP (relative) over
-# the last _STALL_WINDOW steps
-_STALL_WINDOW = 200
-_STALL_DROP = 0.02
 # growth: first increment of s, its cap while rounds relax within _FAST_ROUND steps
 _DS0 = 0.01
 _DS_MAX = 0.02
@@ -124,23 +113,24 @@ _CODES = {"sphere": 0, "cylinder": 1, "box": 2}
 # compiled kernels (one signature each: float64 / int64 contiguous arrays)
 
 
+_cell_rows = njit(cache=True)(K.cell_rows)
+_neighbor_rows = njit(cache=True)(K.neighbor_rows)
+_force_rows = njit(cache=True)(K.force_rows)
+_advance_rows = njit(cache=True)(K.advance_rows)
+_retreat_rows = njit(cache=True)(K.retreat_rows)
+_stalled = njit(cache=True)(K.stalled)
+_fire_control = njit(cache=True)(K.fire_control)
+
+
 @njit(cache=True)
 def _cell_sort(x, lo, inv_cell, dims, cid, start, order):
     """Cell of each particle (clamped to the grid), ``start`` (ncell + 1) and ``order``
     (particles by cell, then by index: a stable counting sort)."""
     n = x.shape[0]
+    _cell_rows(0, n, x, lo, inv_cell, dims, cid)
     start[:] = 0
     for i in range(n):
-        c = np.int64(0)
-        for a in range(3):
-            k = np.int64(math.floor((x[i, a] - lo[a]) * inv_cell[a]))
-            if k < 0:
-                k = 0
-            elif k >= dims[a]:
-                k = dims[a] - 1
-            c = c * dims[a] + k
-        cid[i] = c
-        start[c + 1] += 1
+        start[cid[i] + 1] += 1
     for c in range(start.shape[0] - 1):
         start[c + 1] += start[c]
     fill = start[:-1].copy()
@@ -148,140 +138,6 @@ def _cell_sort(x, lo, inv_cell, dims, cid, start, order):
         c = cid[i]
         order[fill[c]] = i
         fill[c] += 1
-
-
-@njit(cache=True)
-def _neighbor_rows(lo, hi, x, rad, skin, cid, start, order, dims, nbr_start, nbr, count_only):
-    """Neighbours of particles ``lo .. hi - 1`` closer than ``rad_i + rad_j + skin``, in
-    cell order. ``count_only``: write the counts into ``nbr_start[i + 1]``; else fill
-    ``nbr`` from ``nbr_start`` (the prefix sums of the counts)."""
-    for i in range(lo, hi):
-        c = cid[i]
-        cz = c % dims[2]
-        cy = (c // dims[2]) % dims[1]
-        cx = c // (dims[2] * dims[1])
-        cnt = np.int64(0)
-        base = nbr_start[i]
-        for ax in range(max(cx - 1, 0), min(cx + 2, dims[0])):
-            for ay in range(max(cy - 1, 0), min(cy + 2, dims[1])):
-                for az in range(max(cz - 1, 0), min(cz + 2, dims[2])):
-                    c2 = (ax * dims[1] + ay) * dims[2] + az
-                    for k in range(start[c2], start[c2 + 1]):
-                        j = order[k]
-                        if j == i:
-                            continue
-                        dx = x[i, 0] - x[j, 0]
-                        dy = x[i, 1] - x[j, 1]
-                        dz = x[i, 2] - x[j, 2]
-                        cut = rad[i] + rad[j] + skin
-                        if dx * dx + dy * dy + dz * dz < cut * cut:
-                            if not count_only:
-                                nbr[base + cnt] = j
-                            cnt += 1
-        if count_only:
-            nbr_start[i + 1] = cnt
-
-
-@njit(cache=True)
-def _force_rows(lo, hi, x, rad, nbr_start, nbr, code, geom, f, e_i, ov_i):
-    """Forces ``-dU/dx_i`` on particles ``lo .. hi - 1`` of the harmonic overlap energy,
-    each one's share of the energy (half of each pair, all of its walls) and its largest
-    overlap. ``code``: 0 sphere of radius ``geom[0]``; 1 cylinder of radius ``geom[0]``
-    about ``z``, caps at ``z = +-geom[2]``; 2 box of faces at ``+-geom[a]``."""
-    for i in range(lo, hi):
-        fx = 0.0
-        fy = 0.0
-        fz = 0.0
-        e = 0.0
-        ov = 0.0
-        xi = x[i, 0]
-        yi = x[i, 1]
-        zi = x[i, 2]
-        ri = rad[i]
-        for k in range(nbr_start[i], nbr_start[i + 1]):
-            j = nbr[k]
-            dx = xi - x[j, 0]
-            dy = yi - x[j, 1]
-            dz = zi - x[j, 2]
-            d2 = dx * dx + dy * dy + dz * dz
-            sr = ri + rad[j]
-            if d2 < sr * sr:
-                d = math.sqrt(d2)
-                delta = sr - d
-                if d > 0.0:
-                    fx += delta * dx / d
-                    fy += delta * dy / d
-                    fz += delta * dz / d
-                elif i < j:  # coincident centres: pushed apart along x
-                    fx += delta
-                else:
-                    fx -= delta
-                e += 0.25 * delta * delta
-                ov = max(ov, delta)
-        first = 0
-        if code == 0:
-            d = math.sqrt(xi * xi + yi * yi + zi * zi)
-            delta = d + ri - geom[0]
-            if delta > 0.0:
-                if d > 0.0:
-                    fx -= delta * xi / d
-                    fy -= delta * yi / d
-                    fz -= delta * zi / d
-                e += 0.5 * delta * delta
-                ov = max(ov, delta)
-            first = 3
-        elif code == 1:
-            d = math.sqrt(xi * xi + yi * yi)
-            delta = d + ri - geom[0]
-            if delta > 0.0:
-                if d > 0.0:
-                    fx -= delta * xi / d
-                    fy -= delta * yi / d
-                e += 0.5 * delta * delta
-                ov = max(ov, delta)
-            first = 2
-        for a in range(first, 3):  # plane walls at +-geom[a]
-            xa = x[i, a]
-            fa = 0.0
-            delta = xa + ri - geom[a]
-            if delta > 0.0:
-                fa -= delta
-                e += 0.5 * delta * delta
-                ov = max(ov, delta)
-            delta = -xa + ri - geom[a]
-            if delta > 0.0:
-                fa += delta
-                e += 0.5 * delta * delta
-                ov = max(ov, delta)
-            if a == 0:
-                fx += fa
-            elif a == 1:
-                fy += fa
-            else:
-                fz += fa
-        f[i, 0] = fx
-        f[i, 1] = fy
-        f[i, 2] = fz
-        e_i[i] = e
-        ov_i[i] = ov
-
-
-@njit(cache=True)
-def _advance_rows(lo, hi, x, v, f, x_ref, dt, mix_a, mix_b, disp2):
-    """One FIRE step of particles ``lo .. hi - 1``: ``v += dt F``, then the FIRE mixing
-    ``v = mix_a v + mix_b F``, then ``x += dt v`` (semi-implicit Euler); ``disp2``: the
-    squared displacement since the neighbour list was built."""
-    for i in range(lo, hi):
-        d2 = 0.0
-        for a in range(3):
-            va = v[i, a] + dt * f[i, a]
-            va = mix_a * va + mix_b * f[i, a]
-            v[i, a] = va
-            xa = x[i, a] + dt * va
-            x[i, a] = xa
-            dd = xa - x_ref[i, a]
-            d2 += dd * dd
-        disp2[i] = d2
 
 
 @njit(parallel=True, cache=True)
@@ -330,13 +186,8 @@ def _relax(x, v, f, e_i, ov_i, disp2, x_ref, rad, cid, start, order, dims, nbr_s
             ovmax = max(ovmax, ov_i[i])
         if ovmax <= tol_abs:
             return 0, steps, energy, ovmax
-        st[3] = min(st[3], energy)  # stall test on the lowest energy of each window of steps
-        st[5] += 1.0
-        if st[5] >= _STALL_WINDOW:
-            if st[3] > (1.0 - _STALL_DROP) * st[4]:
-                return 2, steps, energy, ovmax
-            st[4] = st[3]
-            st[5] = 0.0
+        if _stalled(st, energy):
+            return 2, steps, energy, ovmax
         if steps >= max_steps:
             return 3, steps, energy, ovmax
         p = 0.0  # FIRE
@@ -347,24 +198,12 @@ def _relax(x, v, f, e_i, ov_i, disp2, x_ref, rad, cid, start, order, dims, nbr_s
                 p += f[i, a] * v[i, a]
                 vv += v[i, a] * v[i, a]
                 ff += f[i, a] * f[i, a]
+        back = _fire_control(st, p)
+        if back > 0.0:  # half a step back, then on from rest
+            _retreat_rows(0, n, x, v, back)
+            vv = 0.0
         dt = st[0]
         alpha = st[1]
-        if p > 0.0:
-            st[2] += 1.0
-            if st[2] > _N_DELAY:
-                dt = min(dt * _F_INC, _DT_MAX)
-                alpha *= _F_ALPHA
-        else:
-            st[2] = 0.0
-            dt = max(dt * _F_DEC, _DT_MIN)
-            alpha = _ALPHA0
-            for i in range(n):  # half a step back, then on from rest
-                for a in range(3):
-                    x[i, a] -= 0.5 * st[0] * v[i, a]
-                    v[i, a] = 0.0
-            vv = 0.0
-        st[0] = dt
-        st[1] = alpha
         mix_b = alpha * math.sqrt(vv / ff) if ff > 0.0 else 0.0
         if chunks > 1:
             _parallel(2, chunks, x, v, f, x_ref, rad, 0.0, cid, start, order, dims, nbr_start, nbr, False, code,
@@ -752,12 +591,9 @@ class _Lists:
             _neighbor_rows(0, self.n, x, rad, skin, self.cid, self.start, self.order, self.dims, self.nbr_start,
                            self.nbr, count_only)  # fmt: skip
 
-    def build(self, x, rad, skin):
-        cell = 2.0 * float(rad.max()) + skin
+    def build(self, x, rad, skin, rad_max):
         extent = 2.0 * self.h
-        dims = np.maximum(np.floor(extent / cell), 1).astype(np.int64)
-        while int(np.prod(dims)) > 8 * self.n + 64:  # sparse early stages: a coarser grid
-            dims = np.maximum(dims // 2, 1)
+        dims = _grid_dims(extent, 2.0 * rad_max + skin, self.n)
         self.dims = dims
         inv_cell = dims / extent
         if self.start.shape[0] != int(np.prod(dims)) + 1:
@@ -774,20 +610,119 @@ class _Lists:
     def shrink_needed(self, x, rad, shape, size, target):
         """Relative decrease of all radii after which no overlap (listed pairs, walls)
         exceeds ``target`` [L] (0 if none does)."""
-        counts = np.diff(self.nbr_start)
-        i = np.repeat(np.arange(self.n), counts)
-        j = self.nbr[: int(self.nbr_start[-1])]
-        q = 0.0
-        if len(i):
-            sr = rad[i] + rad[j]
-            q = float(np.max((sr - np.linalg.norm(x[i] - x[j], axis=1) - target) / sr))
-        qw = float(np.max((_wall_overlap(x, rad, shape, size) - target) / rad))
-        return max(q, qw, 0.0)
+        return _shrink_needed(self.nbr_start, self.nbr, x, rad, shape, size, target)
+
+
+class _DeviceLists:
+    """The cell and Verlet lists of :class:`_Lists` on a GPU: the cells and the rows by
+    kernels (:mod:`kernels.packing_cuda`), the sort by cell and the prefix sums by the
+    array module. Particles are sorted by the key ``cell N + index``, unique, so the order
+    is that of the CPU's stable counting sort whatever sort the array module uses."""
+
+    def __init__(self, be, n, shape, size):
+        from kernels import packing_cuda
+
+        self.be, self.kc = be, packing_cuda
+        xp = be.xp
+        self.h = _half_extents(shape, size)
+        self.lo = be.asarray(-self.h)
+        self.cid = xp.empty(n, np.int64)
+        self.order = xp.empty(n, np.int64)
+        self.nbr_start = xp.zeros(n + 1, np.int64)
+        self.nbr = xp.empty(16, np.int64)
+        self.start = xp.zeros(2, np.int64)
+        self.dims = be.asarray(np.ones(3, np.int64))
+        self.index = xp.arange(n, dtype=np.int64)
+        self.n = n
+        self.blocks = max(1, (n + packing_cuda.TPB - 1) // packing_cuda.TPB)
+
+    def launch(self, kernel, *args):
+        dv = self.be.kernels.to_device
+        kernel[self.blocks, self.kc.TPB](*(a if isinstance(a, (bool, int, float)) else dv(a) for a in args))
+
+    def build(self, x, rad, skin, rad_max):
+        xp = self.be.xp
+        extent = 2.0 * self.h
+        dims = _grid_dims(extent, 2.0 * rad_max + skin, self.n)
+        self.dims = self.be.asarray(dims)
+        self.launch(self.kc.cells, x, self.lo, self.be.asarray(dims / extent), self.dims, self.cid)
+        self.order = xp.argsort(self.cid * self.n + self.index)
+        self.start = xp.zeros(int(np.prod(dims)) + 1, np.int64)
+        self.start[1:] = xp.cumsum(xp.bincount(self.cid, minlength=int(np.prod(dims))))
+        self.nbr_start[:] = 0
+        self.launch(self.kc.neighbors, x, rad, skin, self.cid, self.start, self.order, self.dims, self.nbr_start,
+                    self.nbr, True)  # fmt: skip
+        self.nbr_start[:] = xp.cumsum(self.nbr_start)
+        total = int(self.nbr_start[-1])
+        if self.nbr.shape[0] < total:
+            self.nbr = xp.empty(int(total * 1.25) + 16, np.int64)
+        self.launch(self.kc.neighbors, x, rad, skin, self.cid, self.start, self.order, self.dims, self.nbr_start,
+                    self.nbr, False)  # fmt: skip
+
+    def shrink_needed(self, x, rad, shape, size, target):
+        """:meth:`_Lists.shrink_needed` (on host copies: once per jammed round)."""
+        h = self.be.to_host
+        return _shrink_needed(h(self.nbr_start), h(self.nbr), h(x), h(rad), shape, size, target)
+
+
+def _grid_dims(extent, cell, n):
+    """Cells per axis of the packing's grid: cells no smaller than ``cell``, and no more
+    than ``8 n + 64`` of them (sparse early stages get a coarser grid)."""
+    dims = np.maximum(np.floor(extent / cell), 1).astype(np.int64)
+    while int(np.prod(dims)) > 8 * n + 64:
+        dims = np.maximum(dims // 2, 1)
+    return dims
+
+
+def _shrink_needed(nbr_start, nbr, x, rad, shape, size, target):
+    """Relative decrease of all radii after which no overlap of a listed pair or with a
+    wall exceeds ``target`` [L] (0 if none does); host arrays."""
+    n = x.shape[0]
+    counts = np.diff(nbr_start)
+    i = np.repeat(np.arange(n), counts)
+    j = nbr[: int(nbr_start[-1])]
+    q = 0.0
+    if len(i):
+        sr = rad[i] + rad[j]
+        q = float(np.max((sr - np.linalg.norm(x[i] - x[j], axis=1) - target) / sr))
+    qw = float(np.max((_wall_overlap(x, rad, shape, size) - target) / rad))
+    return max(q, qw, 0.0)
+
+
+def _relax_device(lists, x, v, f, e_i, ov_i, disp2, x_ref, rad, code, geom, move_max, tol_abs, max_steps, st):
+    """:func:`_relax` on a GPU: the rows by kernels, the sums by the array module (one
+    read-back of six numbers per step), the FIRE control on the host. The displacement
+    test comes after the next force pass (in the same read-back), so a list that is too
+    old discards those forces: the next call rebuilds it and evaluates them again, as
+    the CPU does."""
+    xp, kc = lists.be.xp, lists.kc
+    steps = 0
+    move2 = move_max * move_max
+    disp2[:] = 0.0
+    while True:
+        lists.launch(kc.forces, x, rad, lists.nbr_start, lists.nbr, code, geom, f, e_i, ov_i)
+        sums = xp.stack([e_i.sum(), ov_i.max(), (f * v).sum(), (v * v).sum(), (f * f).sum(), disp2.max()])
+        energy, ovmax, p, vv, ff, dmax = (float(c) for c in lists.be.to_host(sums))
+        if dmax > move2:
+            return 1, steps, energy, ovmax
+        if ovmax <= tol_abs:
+            return 0, steps, energy, ovmax
+        if _stalled(st, energy):
+            return 2, steps, energy, ovmax
+        if steps >= max_steps:
+            return 3, steps, energy, ovmax
+        back = float(_fire_control(st, p))
+        if back > 0.0:
+            lists.launch(kc.retreat, x, v, back)
+            vv = 0.0
+        mix_b = st[1] * math.sqrt(vv / ff) if ff > 0.0 else 0.0
+        lists.launch(kc.advance, x, v, f, x_ref, float(st[0]), 1.0 - float(st[1]), mix_b, disp2)
+        steps += 1
 
 
 def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="uniform", seed=0,
                   target_fraction=None, overlap_tol=1e-3, max_iterations=1_000_000, threads=None,
-                  contact_tol=None, verbose=False) -> Specimen:  # fmt: skip
+                  contact_tol=None, verbose=False, backend="cpu") -> Specimen:  # fmt: skip
     """A dense random packing of spheres in a container, by radius expansion and FIRE
     relaxation of the overlaps (the method: :mod:`granular.particles.packing`).
 
@@ -835,6 +770,12 @@ def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="un
         contacts by up to about ``overlap_tol / 2`` of the sum of the radii).
     verbose : bool, optional
         Print one line per growth round. Default ``False``.
+    backend : {"cpu", "gpu", "auto"} or Backend, optional
+        Where the relaxation runs: ``"gpu"`` on the device (one thread per particle, the
+        sums by CuPy; :mod:`kernels.packing_cuda`), ``"auto"`` there when a GPU is usable.
+        A GPU specimen is reproducible from its seed on the same device, but not equal to
+        the CPU's bit for bit (the sums over particles are taken in another order).
+        Default ``"cpu"``.
 
     Returns
     -------
@@ -848,7 +789,8 @@ def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="un
         (a ``ValueError``) a bad argument, or a container too small for the particles at
         full size; ``field`` names the argument to change (``"count"``, ``"shape"``,
         ``"size"``, ``"radius"``, ``"distribution"``, ``"target_fraction"``,
-        ``"overlap_tol"``, ``"max_iterations"``, ``"threads"``, ``"contact_tol"``).
+        ``"overlap_tol"``, ``"max_iterations"``, ``"threads"``, ``"contact_tol"``,
+        ``"backend"``).
 
     Examples
     --------
@@ -889,6 +831,11 @@ def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="un
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, (bool, np.bool_)):
         raise PackingError(f"seed: an integer, got {seed!r}", "seed")
 
+    try:
+        be = resolve_backend(backend)
+    except (ValueError, BackendError) as exc:
+        raise PackingError(f"backend: {exc}", "backend") from None
+
     rng = np.random.default_rng(seed)
     radii, law = draw_radii(count, (r_lo, r_hi), distribution, rng)
     solid = float(np.sum(4.0 / 3.0 * math.pi * radii**3))
@@ -922,39 +869,48 @@ def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="un
 
     n = count
     volume = container_volume(shape, size)
-    v = np.zeros((n, 3))
-    f = np.zeros((n, 3))
-    e_i = np.zeros(n)
-    ov_i = np.zeros(n)
-    disp2 = np.zeros(n)
-    x_ref = np.empty((n, 3))
+    gpu = be.name == "gpu"
+    xp = be.xp
+    x = be.asarray(x)
+    v = xp.zeros((n, 3))
+    f = xp.zeros((n, 3))
+    e_i = xp.zeros(n)
+    ov_i = xp.zeros(n)
+    disp2 = xp.zeros(n)
+    x_ref = xp.empty((n, 3))
     st = np.zeros(6)
+    geom_b = be.asarray(geom)
     old_threads = numba.get_num_threads()
     if threads is not None:
         numba.set_num_threads(int(threads))
     try:
         nthreads = numba.get_num_threads()
         chunks = _CHUNKS_PER_THREAD * nthreads if (n >= PARALLEL_ABOVE and nthreads > 1) else 1
-        lists = _Lists(n, shape, size, chunks)
+        lists = _DeviceLists(be, n, shape, size) if gpu else _Lists(n, shape, size, chunks)
         iterations = 0
         ds = _DS0
         shrunk = False
         x_ok, s_ok = None, 0.0
         ds_min = 0.5 * overlap_tol
         while True:
-            rad = s * radii
+            rad_h = s * radii
+            rad = be.asarray(rad_h) if gpu else rad_h
             tol_abs = overlap_tol * s * r_min
             skin = _SKIN * s * r_mean
-            st[:] = (_DT0, _ALPHA0, 0.0, math.inf, math.inf, 0.0)
+            st[:] = (K.DT0, K.ALPHA0, 0.0, math.inf, math.inf, 0.0)
             v[:] = 0.0
             round_steps = 0
             while True:  # one relaxation round, rebuilding the lists as needed
-                lists.build(x, rad, skin)
+                lists.build(x, rad, skin, float(rad_h.max()))
                 x_ref[:] = x
                 budget = min(_ROUND_STEPS - round_steps, max_iterations - iterations)
-                status, steps, energy, ovmax = _relax(x, v, f, e_i, ov_i, disp2, x_ref, rad, lists.cid, lists.start,
-                                                      lists.order, lists.dims, lists.nbr_start, lists.nbr, code,
-                                                      geom, 0.5 * skin, tol_abs, budget, st, chunks)  # fmt: skip
+                if gpu:
+                    status, steps, energy, ovmax = _relax_device(lists, x, v, f, e_i, ov_i, disp2, x_ref, rad, code,
+                                                                 geom_b, 0.5 * skin, tol_abs, budget, st)  # fmt: skip
+                else:
+                    status, steps, energy, ovmax = _relax(x, v, f, e_i, ov_i, disp2, x_ref, rad, lists.cid, lists.start,
+                                                          lists.order, lists.dims, lists.nbr_start, lists.nbr, code,
+                                                          geom, 0.5 * skin, tol_abs, budget, st, chunks)  # fmt: skip
                 iterations += steps
                 round_steps += steps
                 if status != 1:
@@ -1001,7 +957,7 @@ def dense_packing(count, shape="sphere", size=None, radius=0.5, distribution="un
         if threads is not None:
             numba.set_num_threads(old_threads)
 
-    x = x_ok
+    x = be.to_host(x_ok) if gpu else x_ok
     if fit:  # the container fitted to the jammed packing: radii as asked
         x = x / s_ok
         size = tuple(c / s_ok for c in size)
