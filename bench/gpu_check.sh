@@ -70,10 +70,12 @@ if [ $quick -eq 1 ]; then
         --json "$OUT/bench-ensemble.json"
     step agreement 90 "$PY" bench/agreement.py --steps 1000 --precision float64 --energy-time 5 \
         --json "$OUT/agreement.json"
+    step bench-packing 60 "$PY" bench/bench_packing.py --backend gpu --counts 1e5 --json "$OUT/bench-packing.json"
 else
     step gpu-tests 1800 "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "$WORKERS" --dist loadfile \
         -o addopts="" --durations=30 -rfE --tb=short
     step agreement 600 "$PY" bench/agreement.py --json "$OUT/agreement.json"
+    step bench-packing 900 "$PY" bench/bench_packing.py --backend gpu --counts 1e4,1e5,1e6 --json "$OUT/bench-packing.json"
     step bench-block 1200 "$PY" -m granular bench --backend gpu --workload block,spheres,torus \
         --n 10,22,100,150,215 --spheres 10000,100000,1000000,10000000 --precision float64,float32 \
         --json "$OUT/bench-block.json"
