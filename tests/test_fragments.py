@@ -207,3 +207,134 @@ def test_per_replica_fragments_equal_each_replica_alone():
         assert got["damage"][r] == pytest.approx(ref["damage"])
         assert got["fragments"][r] == ref["fragments"]
         assert got["largest_fragment"][r] == pytest.approx(ref["largest_fragment"])
+
+
+def two_clusters(contacts=True):
+    """Two bonded pairs at rest, the pairs touching (particles 1 and 2 overlap by 1 %, no
+    bond between them): 2 fragments by bonds, 1 by contacts. Bonds that can break (but do
+    not), and a contact stiffness too small to part the pairs in a few steps."""
+    b = gr.ModelBuilder()
+    b.add_particles(np.c_[0.99 * np.arange(4.0), np.zeros(4), np.zeros(4)], radius=0.5, mass=[1.0, 2.0, 3.0, 4.0])
+    b.add_bonds([[0, 1], [2, 3]], ka=1.0, strain_max=0.5)
+    if contacts:
+        b.set_contacts(kpp=1e-3, allow_initial_overlap=True)
+    return b.finalize("cpu")
+
+
+def fragment_rows(out):
+    with open(out / "fragments.csv") as fh:
+        return [(int(r["particles"]), float(r["mass"])) for r in csv.DictReader(fh)]
+
+
+@pytest.mark.parametrize("by", ["bonds", "contacts"])
+def test_a_run_counts_fragments_by_bonds_or_by_touching_contacts(by, tmp_path):
+    import meshio
+
+    from granular.io import read_series
+
+    model = two_clusters()
+    out = tmp_path / by
+    kwargs = {} if by == "bonds" else {"fragments": "contacts"}  # "bonds": the default
+    sim = gr.Simulation(model, model.state(), out, {"dt": 1e-3, "steps": 10, "output_every": 5e-3}, **kwargs)
+    assert sim.run_table.fragments == by
+    sim.run()
+    data = read_series(out / "series.csv")
+    assert len(data["step"]) == 3 and (data["damage"] == 0.0).all()  # broken / initial bonds either way
+    if by == "bonds":
+        assert (data["fragments"] == 2.0).all() and data["largest_fragment"] == pytest.approx([0.7] * 3)
+        assert fragment_rows(out) == [(2, 7.0), (2, 3.0)]
+    else:
+        assert (data["fragments"] == 1.0).all() and (data["largest_fragment"] == 1.0).all()
+        assert fragment_rows(out) == [(4, 10.0)]
+    last = meshio.read(max((out / "frames").glob("*.vtu")))
+    assert last.point_data["fragment"].tolist() == ([1, 1, 0, 0] if by == "bonds" else [0, 0, 0, 0])
+
+
+def test_a_resumed_run_keeps_counting_fragments_by_contacts(tmp_path):
+    from granular.io import read_series
+
+    model = two_clusters()
+    out = tmp_path / "run"
+    gr.Simulation(model, model.state(), out, {"dt": 1e-3, "steps": 10, "output_every": 5e-3},
+                  fragments="contacts").run()  # fmt: skip
+    sim = gr.Simulation.resume(model, out)
+    assert sim.run_table.fragments == "contacts"
+    sim.run(steps=10)
+    data = read_series(out / "series.csv")
+    assert data["step"][-1] == 20 and (data["fragments"] == 1.0).all()
+    assert fragment_rows(out) == [(4, 10.0)]
+
+
+def test_fragments_by_contacts_without_particle_contacts_are_refused(tmp_path):
+    from granular.ensemble.particles import make_particle_spec
+    from granular.errors import EnsembleSpecError, SceneError
+    from granular.run.scene import parse_scene
+
+    model = two_clusters(contacts=False)
+    with pytest.raises(ValueError, match=r'run\.fragments: "contacts" joins touching .*ModelBuilder.set_contacts'):
+        gr.Simulation(model, model.state(), tmp_path / "run", dt=1e-3, fragments="contacts")
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=r"fragments: Input should be 'bonds' or 'contacts'"):
+        gr.Simulation(model, model.state(), tmp_path / "run", dt=1e-3, fragments="touching")
+    scene = {
+        "run": {"dt": 1e-3, "steps": 10, "fragments": "contacts"},
+        "bond_families": {"b": {"ka": 1.0, "strain_max": 0.5}},
+        "particles": [{"kind": "explicit", "x": [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], "radius": 0.5}],
+        "bonds": [{"kind": "explicit", "pairs": [[0, 1]], "family": "b"}],
+    }
+    with pytest.raises(SceneError, match=r'run\.fragments: "contacts" joins .* give a \[contacts\] table or '
+                       r"\[materials\]"):  # fmt: skip
+        parse_scene(scene)
+    scene["contacts"] = {"kpp": 1.0}
+    assert parse_scene(scene).run.fragments == "contacts"
+    with pytest.raises(EnsembleSpecError, match=r'run\.fragments = "contacts": an ensemble counts'):
+        make_particle_spec(parse_scene(scene), 2, [], 0)
+
+
+CLUSTERS_SCENE = """
+name = "clusters"
+[run]
+dt = 1e-3
+steps = 10
+output_every = 5e-3
+fragments = "contacts"
+[bond_families.b]
+ka = 1.0
+strain_max = 0.5
+[[particles]]
+kind = "explicit"
+x = [[0.0, 0.0, 0.0], [0.99, 0.0, 0.0], [1.98, 0.0, 0.0], [2.97, 0.0, 0.0]]
+radius = 0.5
+[[bonds]]
+kind = "explicit"
+pairs = [[0, 1], [2, 3]]
+family = "b"
+[contacts]
+kpp = 1e-3
+allow_initial_overlap = true
+"""
+
+
+def test_a_scene_counts_fragments_by_contacts_and_its_resumed_run_too(tmp_path, capsys):
+    """``[run] fragments = "contacts"`` in a scene file: ``granular run`` and ``--resume``
+    (the checkpoint's scene holds the key; one written before the key existed counted by
+    bonds and continues a scene that leaves it out)."""
+    from granular.cli import main
+    from granular.io import read_series
+    from granular.run.folder import resume_problem
+
+    scene, out = tmp_path / "clusters.toml", tmp_path / "run"
+    scene.write_text(CLUSTERS_SCENE)
+    assert main(["run", str(scene), "--out", str(out), "--quiet"]) == 0
+    ckpt = out / "checkpoints" / "checkpoint.npz"
+    assert main(["run", str(scene), "--resume", str(ckpt), "--steps", "20", "--quiet"]) == 0
+    data = read_series(out / "series.csv")
+    assert data["step"][-1] == 20 and (data["fragments"] == 1.0).all()
+    assert [n for n, _ in fragment_rows(out)] == [4]
+    scene.write_text(CLUSTERS_SCENE.replace('fragments = "contacts"\n', ""))
+    assert main(["run", str(scene), "--resume", str(ckpt), "--steps", "30", "--quiet"]) == 2
+    assert 'run.fragments: "contacts" in the checkpoint, "bonds" in the scene' in capsys.readouterr().err
+    old = {"scene": {"run": {"dt": 1e-3, "steps": 10}}, "step": 10, "time": 0.01, "dt": 1e-3}
+    assert resume_problem(old, {"run": {"dt": 1e-3, "steps": 10, "fragments": "bonds"}}, "c.npz", 20) is None
+    assert "run.fragments" in resume_problem(old, {"run": {"dt": 1e-3, "steps": 10, "fragments": "contacts"}},
+                                             "c.npz", 20)  # fmt: skip

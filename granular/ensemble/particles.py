@@ -42,8 +42,9 @@ value of every diagnostic of :data:`kernels.layout.DIAGNOSTICS` summed over the 
 ``dissipated_*`` with the dissipative law, ``P_x`` ..., ``L_x`` ..., ``contacts``);
 ``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (final centre-of-mass velocity [L/T]); with bonds
 that can break, the fragmentation at the end: ``damage`` (broken / initial bonds of the
-replica), ``fragments`` (their number) and ``largest_fragment`` (the heaviest one's mass
-fraction; :func:`granular.particles.fragments.per_replica`);
+replica), ``fragments`` (their number; joined by intact bonds only, so a scene with
+``[run] fragments = "contacts"`` is refused) and ``largest_fragment`` (the heaviest
+one's mass fraction; :func:`granular.particles.fragments.per_replica`);
 ``wall_contact_force_max`` (the largest magnitude of the force one wall exerted on one
 particle of the replica, at any step of the run: a running maximum kept per particle by
 the force pass on the device, every step, reduced per replica at the end [M L/T²]; with
@@ -309,6 +310,9 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
         raise EnsembleSpecError(f"{source}: the scene has no particles")
     if scene.fields.pendulum:
         raise EnsembleSpecError(f"{source}: ensembles of particle scenes do not take pendula")
+    if scene.run.fragments != "bonds":
+        raise EnsembleSpecError(f'{source}: run.fragments = "{scene.run.fragments}": an ensemble counts each '
+                                'replica\'s fragments by its intact bonds only; leave the key out (or "bonds")')  # fmt: skip
     vs = parse_particle_vary(scene, vary)
     run = scene.run
     dt = float(run.dt)
@@ -320,7 +324,7 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
     spec = ParticleSpec(scene.model_dump(mode="json", exclude_unset=True), vs, int(seed), int(n), dt, n_steps,
                         max(1, int(every)), backend, source, columns)  # fmt: skip
     try:  # replica 0 whole: its scene, its placement
-        b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")
+        b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)", backend)
         spec.particles = b.particle_count
         b.finalize("cpu")
     except SceneError as exc:
@@ -402,7 +406,7 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
     builders = []
     for row, i in enumerate(idx):
         scene = replica_scene(spec, int(i), values, row, base)
-        builders.append(scene_builder(scene, f"{spec.source} (replica {i})")[0])
+        builders.append(scene_builder(scene, f"{spec.source} (replica {i})", be)[0])
     run = scene.run
     merged = ModelBuilder.replicas(builders, names=[int(i) for i in idx])
     model = merged.finalize(be, dtype=np.dtype(run.precision))

@@ -18,7 +18,11 @@ The components are labelled on the model's backend, on the device on a GPU
 A run of a model whose bonds can break writes these as columns of ``series.csv``
 (``damage``, ``fragments``, ``largest_fragment``), the fragment number of each particle
 in the ParaView frames (point data ``fragment``) and ``fragments.csv`` at the end
-(:func:`write_csv`).
+(:func:`write_csv`). The run's ``[run] fragments`` key (``Simulation(...,
+fragments=...)``) says which fragments: ``"bonds"`` (the default) joins particles by
+intact bonds only, ``"contacts"`` by touching contacts too (``contacts=True`` here; the
+model needs particle contacts, whose neighbour list gives the touching pairs). The
+damage ratio is broken / initial bonds either way.
 """
 
 from __future__ import annotations
@@ -132,23 +136,25 @@ def _numbered(labels, m):
     return rank[inverse].astype(np.int64), mass[order]
 
 
-def summary(model, state) -> dict:
+def summary(model, state, contacts: bool = False) -> dict:
     """The ``series.csv`` columns of fragmentation: ``damage`` (broken / initial bonds),
     ``fragments`` (their number, single particles included) and ``largest_fragment``
-    (its mass fraction); bonds only."""
+    (its mass fraction); fragments joined by intact bonds, and with ``contacts`` by
+    touching contacts too (:func:`fragment_labels`)."""
     be = model.backend
     m = np.asarray(be.to_host(model.mass), dtype=np.float64)
-    _, mass = _numbered(be.to_host(fragment_labels(model, state)), m)
+    _, mass = _numbered(be.to_host(fragment_labels(model, state, contacts)), m)
     broken = int(be.to_host(state.broken).sum()) if model.n_bonds else 0
     return {"damage": broken / model.n_bonds if model.n_bonds else 0.0, "fragments": float(mass.size),
             "largest_fragment": float(mass[0] / mass.sum())}  # fmt: skip
 
 
-def numbers(model, state):
+def numbers(model, state, contacts: bool = False):
     """The fragment of each particle, numbered by mass (host, (N,) int64): the point data
-    of a frame, without the per-fragment table of :func:`fragments`."""
+    of a frame, without the per-fragment table of :func:`fragments`; ``contacts`` as in
+    :func:`fragment_labels`."""
     m = np.asarray(model.backend.to_host(model.mass), dtype=np.float64)
-    return _numbered(model.backend.to_host(fragment_labels(model, state)), m)[0]
+    return _numbered(model.backend.to_host(fragment_labels(model, state, contacts)), m)[0]
 
 
 def per_replica(model, state) -> dict:

@@ -11,6 +11,7 @@ checks (group names, bond families, overlaps, counts) follow the same format.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tomllib
@@ -51,7 +52,9 @@ class _Strict(BaseModel):
 
 
 class RunTable(_Strict):
-    """``[run]``: integrator, step, duration, output cadence, backend and precision."""
+    """``[run]``: integrator, step, duration, output cadence, backend and precision, and
+    what joins particles into the fragments the run writes (``fragments``: intact bonds,
+    or touching contacts too)."""
 
     integrator: Literal["exact", "verlet", "campello"] = "verlet"
     dt: Positive
@@ -65,6 +68,7 @@ class RunTable(_Strict):
     allow_unstable_step: bool = False
     energy_tolerance: Positive = ENERGY_TOLERANCE
     graphs: bool = True  # replay blocks of steps as CUDA graphs on a GPU (false: launch every kernel)
+    fragments: Literal["bonds", "contacts"] = "bonds"  # "contacts": touching particles join fragments too
 
     @model_validator(mode="after")
     def _one_length(self):
@@ -245,7 +249,9 @@ class AgglomerateParticles(_Group):
     ``shape``, ``size``, ``radius``, ``distribution`` and ``seed``, or read from a
     ``specimen`` file (:meth:`~granular.particles.packing.Specimen.save`; a relative path
     is taken from the scene file's folder), its container's centre at ``center``. Bond its grains with
-    ``[[bonds]] kind = "touching"``."""
+    ``[[bonds]] kind = "touching"``. A packing made here is made on the run's backend (on
+    a GPU, on the device: the same to round-off as the CPU's, not bit for bit; a specimen
+    file gives the same grains everywhere)."""
 
     kind: Literal["agglomerate"]
     specimen: Annotated[str, Field(min_length=1)] | None = None
@@ -431,8 +437,9 @@ def _check_references(scene: Scene, source: str) -> None:
             errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
                            "contacts and walls, not both"))  # fmt: skip
         else:
-
             errors.extend(validate_bodies(scene.bodies))
+        if scene.run.fragments != "bonds":
+            errors.append(("run.fragments", "a [bodies] scene has no fragments; leave the key out"))
         if errors:
             raise SceneError(errors, source)
         return
@@ -460,6 +467,11 @@ def _check_references(scene: Scene, source: str) -> None:
         if p.group not in names:
             errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
     errors.extend(contact_errors(scene))
+    if scene.run.fragments == "contacts" and scene.contacts is None and not scene.materials:
+        errors.append(("run.fragments", ('"contacts" joins touching particles through the neighbour list of the '
+                                          "particle contacts, and the scene has none: give a [contacts] table or "
+                                          '[materials] (a contact law), or count fragments by intact bonds '
+                                          '(fragments = "bonds", the default)')))  # fmt: skip
     total = sum(_group_count(g) for g in scene.particles)
     if total > MAX_PARTICLES:
         errors.append(("particles", f"the scene asks for {total} particles; at most {MAX_PARTICLES} are allowed"))
@@ -493,11 +505,12 @@ def _per_particle(path, value, n, errors):
     return np.asarray(value, dtype=np.float64)
 
 
-def _specimen(g: AgglomerateParticles, path: str, folder):
+def _specimen(g: AgglomerateParticles, path: str, folder, backend="cpu"):
     """The packing of an agglomerate group, positions centred at ``g.center`` and spread
     by ``1 + max_overlap``: a packing relaxed to within its overlap tolerance becomes one
     whose grains touch within that tolerance but never overlap. A relative ``specimen``
-    path is taken from ``folder`` (the scene file's; else the working directory)."""
+    path is taken from ``folder`` (the scene file's; else the working directory). A
+    packing made here is made on ``backend`` (the run's: on a GPU, on the device)."""
     try:
         if g.specimen is not None:
             where = g.specimen
@@ -506,12 +519,22 @@ def _specimen(g: AgglomerateParticles, path: str, folder):
             spec = Specimen.load(where)
         else:
             radius = g.radius if isinstance(g.radius, float) else tuple(g.radius)
-            spec = dense_packing(g.count, g.shape, size=g.size, radius=radius, distribution=g.distribution,
-                                 seed=g.seed)  # fmt: skip
+            spec = _packing(g.count, g.shape, None if g.size is None else tuple(g.size), radius, g.distribution,
+                            g.seed, get_backend(backend).name)  # fmt: skip
     except PackingError as exc:
         field = "specimen" if g.specimen is not None else exc.field
         raise SceneError([(f"{path}.{field}", str(exc))]) from None
-    return spec.x * (1.0 + spec.max_overlap) + np.asarray(g.center), spec.radius  # the container's centre at center
+    # the container's centre at center
+    return spec.x * (1.0 + spec.max_overlap) + np.asarray(g.center), spec.radius.copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _packing(count, shape, size, radius, distribution, seed, backend):
+    """:func:`dense_packing` of an agglomerate group, kept for the next group or replica
+    that asks for the same one (a packing depends on its arguments only): the replicas of
+    an ensemble share one packing instead of making it once each."""
+    return dense_packing(count, shape, size=size, radius=radius, distribution=distribution, seed=seed,
+                         backend=backend)  # fmt: skip
 
 
 def _random_packing(g: RandomParticles, path: str):
@@ -529,7 +552,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     dtype = np.dtype(precision or scene.run.precision)
     _check_memory(scene, sum(_group_count(g) for g in scene.particles), _known_bonds(scene) + _lattice_bonds(scene),
                   be, dtype, source)  # fmt: skip
-    b, n_bonds = scene_builder(scene, source)
+    b, n_bonds = scene_builder(scene, source, be)
     _check_memory(scene, b.particle_count, n_bonds, be, dtype, source)
     try:
         model = b.finalize(be, dtype=dtype)
@@ -538,11 +561,12 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     return model, scene.run
 
 
-def scene_builder(scene: Scene, source: str = "scene"):
+def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
     """A :class:`ModelBuilder` filled from ``scene`` (not finalised) and its number of
     bonds; :class:`SceneError` for problems only visible once particles exist (overlaps,
     bond distances). :func:`build_model` finalises it; an ensemble of particle scenes
-    joins one per replica (:meth:`ModelBuilder.replicas`)."""
+    joins one per replica (:meth:`ModelBuilder.replicas`). ``backend``: where packings
+    of agglomerate groups are made."""
     n_bonds = _known_bonds(scene)
     b = ModelBuilder()
     errors = []
@@ -606,7 +630,7 @@ def scene_builder(scene: Scene, source: str = "scene"):
                                bonded=g.bonds is not None, **common)  # fmt: skip
             elif isinstance(g, AgglomerateParticles):
                 folder = scene._folder or (os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else None)
-                x, radii = _specimen(g, path, folder)
+                x, radii = _specimen(g, path, folder, backend)
                 ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
             else:
                 x, radii = _random_packing(g, path)
