@@ -58,6 +58,13 @@ own particle's row, every particle sums over its neighbours in the list's fixed 
 fewer than :data:`PARALLEL_ABOVE` particles are made on one thread: a parallel region per
 half step costs more than it saves there, and much more on a machine whose cores are busy
 (each region waits for its slowest thread to be scheduled).
+
+On a GPU (``backend="gpu"``) the same loops (:mod:`kernels.packing`) run one thread per
+particle (:mod:`kernels.packing_cuda`); the sort by cell and the prefix sums are CuPy's,
+and the sums of each FIRE step are read back once per step. The growth rounds and FIRE
+steps are the CPU's; the specimen equals the CPU's to round-off, not bit for bit (the
+sums over particles are taken in another order), and the same seed repeats it on the
+same device.
 """
 
 from __future__ import annotations
