@@ -44,16 +44,21 @@ def test_the_cpu_labels_equal_an_independent_component_search(seed):
     assert np.array_equal(got, reference_labels(n, a, b, broken == 0))
 
 
+def label_on_gpu(be, *arrays):
+    """The GPU labels of host ``arrays``, on the device (CuPy on a GPU, NumPy under the
+    simulator) and back."""
+    dev = [None if a is None else be.asarray(a) for a in arrays]
+    return be.to_host(components.label_cuda(be.xp, be.kernels.to_device, *dev))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", range(3))
-def test_the_gpu_kernels_give_the_same_labels(seed, monkeypatch):
-    if not gr.backend.cuda_simulator_enabled():
-        pytest.skip("runs the GPU kernels under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+def test_the_gpu_kernels_give_the_same_labels(seed, gpu_backend):
     rng = np.random.default_rng(100 + seed)
     n = int(rng.integers(20, 120))
     a, b, broken = random_graph(rng, n, int(rng.integers(n // 2, 2 * n)), 0.3)
     x, r = no_geometry(n)
-    got = components.label_cuda(np, lambda v: v, a, b, broken, x, r)
+    got = label_on_gpu(gpu_backend, a, b, broken, x, r)
     assert np.array_equal(got, components.label_cpu(a, b, broken, x, r))
     assert np.array_equal(got, reference_labels(n, a, b, broken == 0))
 
@@ -76,9 +81,7 @@ def neighbour_rows(x, r, reach):
 
 
 @pytest.mark.parametrize("gpu", [False, pytest.param(True, marks=pytest.mark.gpu)])
-def test_touching_pairs_join_fragments_and_near_ones_do_not(gpu):
-    if gpu and not gr.backend.cuda_simulator_enabled():
-        pytest.skip("runs the GPU kernels under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+def test_touching_pairs_join_fragments_and_near_ones_do_not(gpu, request):
     rng = np.random.default_rng(7)
     n = 60
     x = rng.uniform(0, 6, (n, 3))
@@ -91,7 +94,7 @@ def test_touching_pairs_join_fragments_and_near_ones_do_not(gpu):
     ref = reference_labels(n, np.concatenate([a[keep], i]), np.concatenate([b[keep], j]),
                            np.ones(int(keep.sum()) + len(i), dtype=bool))  # fmt: skip
     if gpu:
-        got = components.label_cuda(np, lambda v: v, a, b, broken, x, r, nbr, count)
+        got = label_on_gpu(request.getfixturevalue("gpu_backend"), a, b, broken, x, r, nbr, count)
     else:
         got = components.label_cpu(a, b, broken, x, r, nbr, count)
     assert np.array_equal(got, ref)
@@ -107,9 +110,9 @@ def chain(backend="cpu", n=8):
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def test_a_broken_chain_falls_into_its_pieces(backend):
-    if backend == "gpu" and not gr.backend.cuda_simulator_enabled():
-        pytest.skip("GPU backend under the CUDA simulator only here")
+def test_a_broken_chain_falls_into_its_pieces(backend, request):
+    if backend == "gpu":
+        request.getfixturevalue("gpu_backend")  # skipped where no GPU backend is usable
     model = chain(backend)
     state = model.state()
     whole = fragments(model, state)

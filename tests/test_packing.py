@@ -314,15 +314,25 @@ def test_iteration_budget_is_enforced():
 
 
 # ---------------------------------------------------------------------------------------
-# the GPU path (kernels.packing_cuda), under the CUDA simulator
+# the GPU path (kernels.packing_cuda): bit for bit under the CUDA simulator, which runs
+# the rows in Python's float64 arithmetic; on a GPU the compiler fuses multiply-adds, so
+# the same rows agree to round-off there
 
 
 def _gpu_backend():
-    import granular as gr
+    from granular.backend import BackendError, get_backend
 
-    if not gr.backend.cuda_simulator_enabled():
-        pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (or on a GPU)")
-    return gr.backend.get_backend("gpu")
+    try:
+        return get_backend("gpu")
+    except BackendError as exc:
+        pytest.skip(f"no GPU backend: {exc}")
+
+
+def _same(a, b, simulated):
+    """Equal bits under the simulator; equal to round-off on a GPU (fused multiply-adds)."""
+    if simulated:
+        return np.array_equal(a, b)
+    return np.allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, float(np.abs(a).max(initial=0.0))))
 
 
 @pytest.mark.gpu
@@ -350,7 +360,7 @@ def test_gpu_lists_forces_and_steps_equal_the_cpu_rows(shape, size):
     packing._force_rows(0, n, x, rad, cpu.nbr_start, cpu.nbr, code, geom, *out_c)
     dev.launch(dev.kc.forces, x, rad, dev.nbr_start, dev.nbr, code, geom, *out_g)
     for a, b in zip(out_c, out_g):
-        assert np.array_equal(a, b)
+        assert _same(a, b, be.simulated)
     assert out_c[2].max() > 0  # overlaps were there to push apart
     v = rng.normal(size=(n, 3))
     xc, vc, dc = x.copy(), v.copy(), np.zeros(n)
@@ -360,7 +370,7 @@ def test_gpu_lists_forces_and_steps_equal_the_cpu_rows(shape, size):
     packing._retreat_rows(0, n, xc, vc, 0.035)
     dev.launch(dev.kc.retreat, xg, vg, 0.035)
     for a, b in zip((xc, vc, dc), (xg, vg, dg)):
-        assert np.array_equal(a, b)
+        assert _same(a, b, be.simulated)
     assert not vc.any() and dc.max() > 0
     # the overlaps a jammed round would remove: the same on both
     assert cpu.shrink_needed(x, rad, shape, size, 1e-3) == dev.shrink_needed(x, rad, shape, size, 1e-3) > 0
@@ -371,14 +381,21 @@ def test_gpu_lists_forces_and_steps_equal_the_cpu_rows(shape, size):
 def test_gpu_packing_matches_the_cpu_one(shape, size):
     """A whole packing on the device: the same growth rounds and FIRE steps as on the CPU
     (only the sums over particles are taken in another order), so the same specimen to
-    round-off, as dense and as free of overlaps; the same seed repeats it bit for bit."""
-    _gpu_backend()
+    round-off, as dense and as free of overlaps; the same seed repeats it bit for bit.
+    On a GPU the fused multiply-adds change the last bits, and FIRE's many steps can
+    take another path from there: the same fraction and the same overlap bound."""
+    be = _gpu_backend()
     kw = dict(radius=(0.4, 0.6), seed=2, target_fraction=0.35)
     c = dense_packing(14, shape, size=size, **kw)
     g = dense_packing(14, shape, size=size, backend="gpu", **kw)
-    assert g.iterations == c.iterations > 0
-    assert np.abs(g.x - c.x).max() < 1e-9
-    assert g.size == c.size and g.max_overlap <= 1e-3 * (1 + 1e-9)
+    assert c.iterations > 0 and g.max_overlap <= 1e-3 * (1 + 1e-9)
+    if be.simulated:
+        assert g.iterations == c.iterations
+        assert np.abs(g.x - c.x).max() < 1e-9
+        assert g.size == c.size
+    else:
+        assert g.solid_fraction == pytest.approx(c.solid_fraction, rel=0.02)
+        assert abs(g.iterations - c.iterations) <= 0.25 * c.iterations
     assert np.array_equal(dense_packing(14, shape, size=size, backend="gpu", **kw).x, g.x)
 
 
