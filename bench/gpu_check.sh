@@ -7,14 +7,19 @@
 #
 # --quick: the GPU tests stop at the first failure (MAXFAIL=k for more), the benchmark rows
 # at the sizes the targets in docs/engine.md name, then the agreement at 1000 steps. Each
-# step has a time limit; on an H200 (2026-11-26) the tests did not finish in 170 s
-# (compiling the kernels from cold: the longest tests 140-158 s each), the block rows
-# 104 s, the body rows 20 s, the dissipative pair 37 s, the ensemble 44 s: about 8
-# minutes in all. SKIP="step ..." leaves steps out. Without --quick: every size, the pile
-# and the eager rows (30 minutes or more).
+# step has a time limit. On an H100 (2026-11-26) the tests reached 134 of 137 in 290 s
+# (compiling the kernels from cold: the longest tests 245 and 201 s), the block rows did
+# not finish in 110 s (the torus-run row was left), float32 at 10^6 took most of 60 s,
+# the body rows 35 s, the dissipative pair 55 s, the ensemble 57 s, the packing 23 s,
+# and the agreement did not finish in 90 s: about 11 minutes with the limits below, so
+# a 15-minute lease runs it as two calls (SKIP="step ..." leaves steps out; the first
+# call's steps in the second's SKIP). Without --quick: every size, the pile and the
+# eager rows (30 minutes or more).
 #
 # GRANULAR_TEST_LOG (tests/conftest.py) writes each test's outcome as it ends, so a test
 # step cut by its limit still names what failed (OUT/tests-progress.log).
+#
+# TESTS_LIMIT sets the test step's limit in seconds (default 330 with --quick).
 #
 # PY names the Python (default python3); PYTEST_WORKERS the test processes (default 16:
 # the compile time of the kernels, not the GPU, bounds the tests).
@@ -55,25 +60,27 @@ step info 60 "$PY" -m granular info --json
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$OUT/nvidia-smi.csv" 2>&1 || true
 
 if [ $quick -eq 1 ]; then
-    GRANULAR_TEST_LOG="$OUT/tests-progress.log" step gpu-tests 240 "$PY" -m pytest -m gpu -q -p no:cacheprovider \
+    GRANULAR_TEST_LOG="$OUT/tests-progress.log" step gpu-tests "${TESTS_LIMIT:-330}" "$PY" -m pytest -m gpu -q -p no:cacheprovider \
         -n "$WORKERS" --dist loadfile --maxfail "${MAXFAIL:-1}" -o addopts="" --durations=15 -rfE --tb=short
-    step bench-block 110 "$PY" -m granular bench --backend gpu --workload block,spheres,torus --n 100,215 \
+    step bench-block 150 "$PY" -m granular bench --backend gpu --workload block,spheres,torus --n 100,215 \
         --spheres 10000,100000,1000000 --precision float64 --min-time 0.5 --json "$OUT/bench-block.json"
     step bench-bodies 40 bash -c "$PY bench/bench_ulvc.py --backend gpu --impl new --sizes 1e3,1e6 --min-time 0.5 \
         --json $OUT/bench-ulvc.json && $PY bench/bench_livens.py --backend gpu --impl new --scheme eml \
         --sizes 1e3,1e6 --min-time 0.5 --json $OUT/bench-livens.json"
-    step bench-float32 60 "$PY" -m granular bench --backend gpu --workload block --n 100,215 --precision float32 \
+    step bench-float32 100 "$PY" -m granular bench --backend gpu --workload block --n 100,215 --precision float32 \
         --min-time 0.5 --json "$OUT/bench-float32.json"
     step bench-friction 60 "$PY" -m granular bench --backend gpu --workload block,block-friction --n 100 \
         --min-time 0.5 --json "$OUT/bench-friction.json"
     step bench-ensemble 60 "$PY" bench/bench_particle_ensemble.py --backend gpu --n 10000 --loop 1 --chunk 10000 \
         --json "$OUT/bench-ensemble.json"
-    step agreement 90 "$PY" bench/agreement.py --steps 1000 --precision float64 --energy-time 5 \
+    step agreement 150 "$PY" bench/agreement.py --steps 1000 --precision float64 --energy-time 5 \
         --json "$OUT/agreement.json"
+    step bench-packing 60 "$PY" bench/bench_packing.py --backend gpu --counts 1e5 --json "$OUT/bench-packing.json"
 else
     step gpu-tests 1800 "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "$WORKERS" --dist loadfile \
         -o addopts="" --durations=30 -rfE --tb=short
     step agreement 600 "$PY" bench/agreement.py --json "$OUT/agreement.json"
+    step bench-packing 900 "$PY" bench/bench_packing.py --backend gpu --counts 1e4,1e5,1e6 --json "$OUT/bench-packing.json"
     step bench-block 1200 "$PY" -m granular bench --backend gpu --workload block,spheres,torus \
         --n 10,22,100,150,215 --spheres 10000,100000,1000000,10000000 --precision float64,float32 \
         --json "$OUT/bench-block.json"

@@ -1,4 +1,4 @@
-"""Command line: ``granular run | validate | ensemble | bench | info``.
+"""Command line: ``granular run | validate | ensemble | bench | export-lammps | info``.
 
 Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
 stops on an integration error or a failed health check (the last state that passed the
@@ -6,8 +6,8 @@ check is in the checkpoint); 2 for bad usage or input, refused before anything i
 written (an earlier run in ``--out`` without ``--overwrite``, an unwritable or full
 ``--out``, too little memory, a step above the stable-step estimate without
 ``--allow-unstable-step``, a run of more than 1e9 steps without ``--allow-long-run``, a
-checkpoint that cannot continue this scene); 130 when a run was interrupted (after
-writing a checkpoint).
+checkpoint that cannot continue this scene, a scene the LAMMPS export cannot express);
+130 when a run was interrupted (after writing a checkpoint).
 """
 
 from __future__ import annotations
@@ -17,20 +17,23 @@ import inspect
 import math
 import os
 import platform
+import shlex
 import sys
 
 from ._version import __version__
 from .backend import BackendError, cuda_simulator_enabled, get_backend, gpu_probe, numba_cuda_compiles
 from .benchmark import build_parser as bench_parser
-from .compiling import CompileNotice
 from .benchmark import run_bench
+from .compiling import CompileNotice
 from .ensemble import main as ensemble_main
 from .ensemble.command import build_parser as ensemble_parser
-from .errors import IntegrationError
+from .errors import IntegrationError, SceneError
 from .io.jsonio import dumps
 from .provenance import versions
 from .run.command import cmd_run
+from .run.lammps import LAMMPS_FILES, export_lammps
 from .run.progress import LONG_RUN_STEPS, json_event
+from .run.scene import load_scene
 from .validation import STUDIES, get_study
 from .validation.live import LiveChecks
 
@@ -123,6 +126,40 @@ def cmd_bench(args) -> int:
         return run_bench(args)
 
 
+def cmd_export_lammps(args) -> int:
+    """``granular export-lammps SCENE --out DIR``: the LAMMPS data file and input deck of
+    the scene (:func:`granular.run.lammps.export_lammps`). Everything that can refuse the
+    export (the scene's errors, an occupied ``--out``, what LAMMPS's BPM package cannot
+    express) refuses it with status 2 before any file is written."""
+    try:
+        load_scene(args.scene)  # the scene's own errors first, as granular run gives them
+    except SceneError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    out = args.out
+    if os.path.exists(out) and not os.path.isdir(out):
+        print(f"granular export-lammps: --out {out}: is a file, not a directory", file=sys.stderr)
+        return 2
+    if os.path.isdir(out) and os.listdir(out) and not args.overwrite:
+        print(f"granular export-lammps: --out {out}: exists and is not empty; give --overwrite to write "
+              f"{', '.join(LAMMPS_FILES)} over the files there, or choose another directory", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        info = export_lammps(args.scene, out)
+    except SceneError as exc:  # problems only visible once the particles exist (the packing, the bonds)
+        print(str(exc), file=sys.stderr)
+        return 2
+    except ValueError as exc:  # what the export cannot express, named by its field
+        print(f"granular export-lammps: {args.scene}: {exc}", file=sys.stderr)
+        return 2
+    print(f"granular export-lammps: {info['atoms']:,} grains, {info['bonds']:,} parallel bonds, {info['steps']:,} "
+          f"steps of dt = {info['dt']:g}")  # fmt: skip
+    for path in info["files"].values():
+        print("  wrote", path)
+    print("  run it with:", shlex.join(["cd", out]), "&&", "lmp -in in.impact")
+    return 0
+
+
 #: ``granular validate --quick``: what it takes, measured on 2 cores (the README's table).
 QUICK_HELP = ("reduced study: 2-25 s on 2 cores once the kernels are compiled; a study's first run on a "
               "machine compiles them too (20 s to 2.5 min)")
@@ -173,6 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser(bench)
     bench.set_defaults(func=cmd_bench)
 
+    lmp = sub.add_parser("export-lammps", help="write a bonded-agglomerate scene as LAMMPS BPM input (data file, deck)")
+    lmp.add_argument("scene", help="TOML particle scene with parallel bonds (see docs/agglomerates.md)")
+    lmp.add_argument("--out", metavar="DIR", required=True,
+                     help=f"output directory ({', '.join(LAMMPS_FILES)}; made if missing)")  # fmt: skip
+    lmp.add_argument("--overwrite", action="store_true",
+                     help="write over the files of a directory that is not empty (refused without it)")  # fmt: skip
+    lmp.set_defaults(func=cmd_export_lammps)
 
     val = sub.add_parser("validate", help="run a paper reproduction and check its figures")
     val.add_argument("name", help=f"study: {', '.join(sorted(STUDIES))}")

@@ -9,13 +9,19 @@ per-bond buffer written and read back (the GPU's way). The CPU's caches prefer a
 sequential per-bond pass into a (B, 9) buffer that the particles then gather
 (:func:`bond_eval_body`); :func:`bond_sum` reads either, with the same bits.
 
+A bond is paper 003's binder or, where ``bonds.form[k] != 0``, a parallel bond
+(:func:`kernels.laws.parallel_bond`, ``docs/physics.md``), whose terms come back in the
+same places (its energies in those of U^a, U^s, U^m).
+
 Breakage: in a step (``update``) a bond is evaluated at the new configuration and, when
-``|r/r0 - 1| > strain_max`` or ``|θ| > angle_max``, dropped, marked broken and its
+``|r/r0 - 1| > strain_max`` or ``|θ| > angle_max`` or (parallel bonds) its failure index
+exceeds 1, dropped, marked broken and its
 energy at that configuration booked as released (per bond). Per end, only end ``a``
 writes; both ends read the same flag and compute the same test, so they agree whichever
 runs first (the flag only goes from 0 to 1).
 """
 
+import math
 from types import SimpleNamespace
 
 from . import laws
@@ -28,6 +34,19 @@ def build(jit, base):
     quat_log = jit(laws.quat_log)
     axial_bond = jit(laws.axial_bond)
     shear_bond = jit(laws.shear_bond)
+    parallel_bond = jit(laws.parallel_bond)
+
+    @jit
+    def relative_rotation(T, k, q, bonds):
+        """The quaternion of ``D = R_b B R_aᵀ`` with ``B = R_b(0)ᵀ R_a(0)`` (see
+        :func:`bending_rotation`)."""
+        a = bonds.a[k]
+        b = bonds.b[k]
+        qref = bonds.qref
+        t0, t1, t2, t3 = quat_multiply(
+            qref[k, 0], qref[k, 1], qref[k, 2], qref[k, 3], q[a, 0], -q[a, 1], -q[a, 2], -q[a, 3]
+        )
+        return quat_multiply(q[b, 0], q[b, 1], q[b, 2], q[b, 3], t0, t1, t2, t3)
 
     @jit
     def bending_rotation(T, k, q, bonds):
@@ -38,19 +57,34 @@ def build(jit, base):
         energy changes by ``K^m θ·ε`` and with ``R_a`` by ``-K^m θ·ε``, hence
         ``RM_a = K^m θ``, ``RM_b = -K^m θ`` (47).
         """
+        d0, d1, d2, d3 = relative_rotation(T, k, q, bonds)
+        return quat_log(T, d0, d1, d2, d3)
+
+    @jit
+    def parallel_terms(T, k, x, q, bonds):
+        """:func:`kernels.laws.parallel_bond` of bond ``k``, in the layout of :func:`bond_terms`."""
         a = bonds.a[k]
         b = bonds.b[k]
-        qref = bonds.qref
-        t0, t1, t2, t3 = quat_multiply(
-            qref[k, 0], qref[k, 1], qref[k, 2], qref[k, 3], q[a, 0], -q[a, 1], -q[a, 2], -q[a, 3]
-        )
-        d0, d1, d2, d3 = quat_multiply(q[b, 0], q[b, 1], q[b, 2], q[b, 3], t0, t1, t2, t3)
-        return quat_log(T, d0, d1, d2, d3)
+        n0a, n0b, crit = bonds.n0a, bonds.n0b, bonds.crit
+        pa1, pa2, pa3 = quat_rotate(T, q[a, 0], q[a, 1], q[a, 2], q[a, 3], n0a[k, 0], n0a[k, 1], n0a[k, 2])
+        pb1, pb2, pb3 = quat_rotate(T, q[b, 0], q[b, 1], q[b, 2], q[b, 3], n0b[k, 0], n0b[k, 1], n0b[k, 2])
+        d0, d1, d2, d3 = relative_rotation(T, k, q, bonds)
+        th1, th2, th3 = quat_log(T, d0, d1, d2, d3)
+        half_cos = abs(d0)  # cos(|θ|/2) and sin(|θ|/2), up to the quaternion's norm
+        half_sin = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
+        return parallel_bond(T, x[a, 0] - x[b, 0], x[a, 1] - x[b, 1], x[a, 2] - x[b, 2], pa1, pa2, pa3, pb1, pb2,
+                             pb3, th1, th2, th3, half_cos, half_sin, bonds.rest_length[k], bonds.ka[k], bonds.ks[k], bonds.km[k],
+                             bonds.kt[k], bonds.arm[k, 0], bonds.arm[k, 1], crit[k, 0], crit[k, 1], crit[k, 2],
+                             crit[k, 3], bonds.form[k] == 2)  # fmt: skip
 
     @jit
     def bond_terms(T, k, x, q, bonds):
         """All three binder terms of bond ``k``: ``F_a``, ``RM_a``, ``RM_b`` summed over
-        U^a, U^s, U^m, and ``(U^a, U^s, U^m, strain, |θ|)``."""
+        U^a, U^s, U^m, and ``(U^a, U^s, U^m, strain, |θ|, failure index)``; a parallel
+        bond's terms are :func:`parallel_terms` (its energies in the U^a, U^s, U^m
+        places), paper 003's bond has failure index 0."""
+        if bonds.form.shape[0] > 0 and bonds.form[k] != 0:
+            return parallel_terms(T, k, x, q, bonds)
         a = bonds.a[k]
         b = bonds.b[k]
         d1 = x[a, 0] - x[b, 0]
@@ -72,13 +106,15 @@ def build(jit, base):
             fa1 + fs1, fa2 + fs2, fa3 + fs3,
             ma1 + kk * th1, ma2 + kk * th2, ma3 + kk * th3,
             mb1 - kk * th1, mb2 - kk * th2, mb3 - kk * th3,
-            ua, us, um, strain, angle,
+            ua, us, um, strain, angle, T(0.0),
         )  # fmt: skip
 
     @jit
-    def bond_breaks(k, update, bonds, t):
-        """Whether bond ``k`` with terms ``t`` breaks now (only in a step, ``update``)."""
-        return update and bonds.can_break and (abs(t[12]) > bonds.strain_max[k] or t[13] > bonds.angle_max[k])
+    def bond_breaks(T, k, update, bonds, t):
+        """Whether bond ``k`` with terms ``t`` breaks now (only in a step, ``update``): past
+        its strain or angle limit, or a failure index above 1 (parallel bonds)."""
+        return update and bonds.can_break and (abs(t[12]) > bonds.strain_max[k] or t[13] > bonds.angle_max[k]
+                                               or t[14] > T(1.0))  # fmt: skip
 
     @jit
     def bond_eval_body(k, update, dyn, bonds):
@@ -90,7 +126,7 @@ def build(jit, base):
         live = dyn.broken[k] == 0
         if live:
             t = bond_terms(T, k, dyn.x, dyn.q, bonds)
-            if bond_breaks(k, update, bonds, t):
+            if bond_breaks(T, k, update, bonds, t):
                 dyn.broken[k] = 1
                 dyn.released[k] = t[9] + t[10] + t[11]
                 live = False
@@ -127,7 +163,7 @@ def build(jit, base):
                 if broken[k] != 0:
                     continue
                 t = bond_terms(T, k, x, q, bonds)
-                if bond_breaks(k, update, bonds, t):
+                if bond_breaks(T, k, update, bonds, t):
                     if bonds.a[k] == i:
                         broken[k] = 1
                         dyn.released[k] = t[9] + t[10] + t[11]
@@ -165,5 +201,6 @@ def build(jit, base):
         out[k, 4] = t[13]
 
     return SimpleNamespace(quat_log=quat_log, bending_rotation=bending_rotation, bond_terms=bond_terms,
+                           parallel_terms=parallel_terms,
                            bond_breaks=bond_breaks, bond_eval_body=bond_eval_body, bond_sum=bond_sum,
                            bond_measures_body=bond_measures_body)  # fmt: skip

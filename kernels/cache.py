@@ -21,10 +21,23 @@ next process to load that entry runs machine code compiled for other argument ty
 (seen as a segmentation fault in the neighbour build). :func:`_serialize_cache_writes`
 puts a file lock around every cache save and load. A save reads the index again under the
 lock and writes the data file before the index that names it.
+
+Numba names every compiled function after its qualified name and a number drawn from a
+counter that starts at 1 in each process (the ``v<n>`` tag of the mangled name). The
+kernels of each contact law are closures of one factory: the same qualified names and,
+for the functions whose arguments do not depend on the law (the neighbour rebuild called
+inside a block, say), the same argument types. Two processes that compiled two laws in
+the same order gave such functions the same number, so the cache held two different
+functions under one symbol (seen: the rebuild of the Hertz-Mindlin and of the Hertz
+block, both ``_rebuild_serial[abi:v1]``), and a process that loads both from the cache
+has two definitions of one name in its JIT. :func:`_process_unique_function_ids`
+starts the counter at a random 48-bit offset in each process, so functions compiled in
+different processes never share a name.
 """
 
 import functools
 import hashlib
+import itertools
 import os
 import sys
 import tempfile
@@ -211,5 +224,20 @@ def _serialize_cache_writes():
     cls._granular_locked = True
 
 
+def _process_unique_function_ids():
+    """Start Numba's function-number counter (``FunctionIdentity._unique_ids``) at a
+    random offset below 2^48 in this process, once. Two processes then overlap in their
+    numbers only if their offsets lie within the few thousand functions each compiles:
+    odds of about 1e-10 per pair of processes."""
+    from numba.core import bytecode
+
+    ident = bytecode.FunctionIdentity
+    if getattr(ident, "_granular_offset", None) is None:
+        offset = int.from_bytes(os.urandom(6), "little")
+        ident._unique_ids = itertools.count(offset + 1)
+        ident._granular_offset = offset
+
+
+_process_unique_function_ids()
 _serialize_cache_writes()
 _install_locator()

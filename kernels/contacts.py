@@ -41,8 +41,9 @@ from . import laws
 from .contact_laws.interface import EVALUATE, NONE, RELEASE
 
 
-def build(jit, law):
-    """The loops for ``law`` (a module of :mod:`kernels.contact_laws`), compiled with ``jit``."""
+def build(jit, law, bond_fns):
+    """The loops for ``law`` (a module of :mod:`kernels.contact_laws`), compiled with ``jit``;
+    ``bond_fns``: the namespace of :func:`kernels.bonds.build` (whether a bond is intact)."""
     L = law.build(jit)
     # the law's functions as plain names (a compiled function reads them as globals)
     law_body, law_params, law_load, law_store = L.body, L.params, L.load, L.store
@@ -73,12 +74,29 @@ def build(jit, law):
             mb = mb % nmat
         return ma * nmat + mb
 
+    bond_terms, bond_breaks = bond_fns.bond_terms, bond_fns.bond_breaks
+
     @jit
-    def bonded(i, j, bonds):
-        """Whether particles ``i`` and ``j`` share a bond (scan of ``i``'s CSR list)."""
+    def bonded(T, i, j, update, dyn, bonds):
+        """Whether an intact bond joins ``i`` and ``j`` (scan of ``i``'s CSR list): a
+        bonded pair has no contact (``skip_contacts``) until its bond breaks. In a step
+        (``update``) a bond that breaks in this very evaluation counts as broken: after a
+        per-bond pass (the CPU's) its flag is already set; where each end evaluates its
+        bonds in the force kernel (the GPU's) by the bond's own test
+        (:func:`kernels.bonds.build` ``bond_breaks``, the same inputs as its end ``a`` uses
+        to set the flag), so both ends agree whichever thread reads the flag first. The
+        grains of a broken bond collide from that step on."""
         for p in range(bonds.offsets[i], bonds.offsets[i + 1]):
             k = bonds.incident[p]
             if bonds.a[k] == j or bonds.b[k] == j:
+                if dyn.broken[k] != 0:
+                    return False
+                # with a per-bond pass (a (B, 9) buffer) the bonds broke before the contacts:
+                # the flag is final; otherwise the bond's own test, as its end a makes it
+                if update and bonds.can_break and bonds.terms.shape[0] == 0:
+                    t = bond_terms(T, k, dyn.x, dyn.q, bonds)
+                    if bond_breaks(T, k, update, bonds, t):
+                        return False
                 return True
         return False
 
@@ -136,7 +154,7 @@ def build(jit, law):
         what = law_contact(T, dist2, reach, held)
         if what == NONE or (what == RELEASE and not update):
             return acc
-        if bonds.skip_contacts and bonded(i, j, bonds):
+        if bonds.skip_contacts and bonded(T, i, j, update, dyn, bonds):
             return acc
         p = law_params(contacts.pair, row_of(i, j, contacts))
         hist = law_load(contacts.hist, i, s)
@@ -235,7 +253,7 @@ def build(jit, law):
         if H > 0:
             held = live[i, s] != 0
         what = law_contact(T, dist2, reach, held)
-        if what != NONE and bonds.skip_contacts and bonded(i, j, bonds):
+        if what != NONE and bonds.skip_contacts and bonded(T, i, j, True, dyn, bonds):
             what = NONE
         if what == NONE:
             return 0, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, -1
@@ -602,7 +620,7 @@ def build(jit, law):
                 held = contacts.live[i, slot] != 0
             if law_contact(T, dist2, reach, held) != EVALUATE:
                 continue
-            if bonds.skip_contacts and bonded(i, j, bonds):
+            if bonds.skip_contacts and bonded(T, i, j, False, dyn, bonds):
                 continue
             touching += 1
             p = law_params(contacts.pair, row_of(i, j, contacts))

@@ -186,6 +186,92 @@ def shear_bond(T, d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, ks):
     )
 
 
+def parallel_bond(T, d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, th1, th2, th3, half_cos, half_sin, r0, kn, ks, kb,
+                  kt, la, lb, c0, c1, c2, c3, summed):  # fmt: skip
+    """Parallel bond (the cemented-beam bond of Potyondy & Cundall 2004), as an energy.
+
+    ``d = x_a - x_b``, ``r = |d|``, ``n = d/r``; ``u_a = R_a n0_a``, ``u_b = R_b n0_b`` the
+    bond directions the ends carry; ``θ`` the rotation vector of the ends' relative
+    rotation (as for U^m), ``half_cos``, ``half_sin`` proportional to the cosine and sine
+    of ``|θ|/2`` (the components of its quaternion: no trigonometric call, which
+    single-precision GPU code would reduce in double); ``la``, ``lb`` the arms from each centre to the bond's middle
+    section (``la + lb = r0``). With ``w = la u_a + lb u_b`` (so that ``d - w`` is the gap
+    between the two material points of the middle section, zero at rest) and ``P = I - n nᵀ``:
+
+    ``U = ½ kn (r - r0)² + ½ ks |P w|² + ½ kb |θ|² + ½ (kt - kb) (θ·n)²``,
+
+    axial, shear, bending (``kb |θ - (θ·n) n|²``) and torsion (``kt (θ·n)²``). Exact
+    derivatives (``docs/physics.md``, "Parallel bonds"):
+
+    ``F_a = -kn (r - r0) n + ks (w·n) P w / r - (kt - kb)(θ·n) P θ / r``, ``F_b = -F_a``;
+    ``RM_a = ks la (P w) × u_a + J⁻¹ h``, ``RM_b = ks lb (P w) × u_b - J⁻ᵀ h``, with
+    ``h = kb θ + (kt - kb)(θ·n) n`` and ``J⁻¹ = I - ½ S(θ) + c S(θ)²`` the inverse left
+    Jacobian of SO(3), ``c = (1 - (|θ|/2) cot(|θ|/2))/|θ|²`` (its series below 0.1 rad).
+
+    Failure index: the bond-frame loads ``F_n = kn (r - r0)`` (tension positive),
+    ``F_s = ks |P w|``, ``M_b = kb |P θ|``, ``M_t = kt |θ·n|`` combine as
+    ``s1 = c0 F_n + c2 M_b``, ``s2 = c1 F_s + c3 M_t`` and the index is ``max(s1, s2)``
+    (Potyondy & Cundall's tensile and shear stresses over their strengths) or, with
+    ``summed``, ``s1 + s2`` (LAMMPS ``bond bpm/rotational``); the bond breaks above 1.
+
+    Returns ``(F_a[3], RM_a[3], RM_b[3], U_axial, U_shear, U_bend+twist, strain, |θ|, index)``.
+    """
+    r = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
+    n1, n2, n3 = d1 / r, d2 / r, d3 / r
+    stretch = r - r0
+    # shear: the middle section's two material points
+    w1 = la * ua1 + lb * ub1
+    w2 = la * ua2 + lb * ub2
+    w3 = la * ua3 + lb * ub3
+    wn = w1 * n1 + w2 * n2 + w3 * n3
+    p1, p2, p3 = w1 - wn * n1, w2 - wn * n2, w3 - wn * n3
+    pw2 = p1 * p1 + p2 * p2 + p3 * p3
+    # bending and torsion
+    tn = th1 * n1 + th2 * n2 + th3 * n3
+    t2 = th1 * th1 + th2 * th2 + th3 * th3
+    dk = kt - kb
+    h1 = kb * th1 + dk * tn * n1
+    h2 = kb * th2 + dk * tn * n2
+    h3 = kb * th3 + dk * tn * n3
+    if t2 < T(0.01):
+        c = T(1.0) / T(12.0) + t2 * (T(1.0) / T(720.0) + t2 * (T(1.0) / T(30240.0) + t2 / T(1209600.0)))
+    else:
+        c = (T(1.0) - T(0.5) * math.sqrt(t2) * half_cos / half_sin) / t2
+    x1 = th2 * h3 - th3 * h2  # θ × h
+    x2 = th3 * h1 - th1 * h3
+    x3 = th1 * h2 - th2 * h1
+    y1 = th2 * x3 - th3 * x2  # θ × (θ × h)
+    y2 = th3 * x1 - th1 * x3
+    y3 = th1 * x2 - th2 * x1
+    # forces on a
+    fa = -kn * stretch
+    fs = ks * wn / r
+    ft = -dk * tn / r
+    f1 = fa * n1 + fs * p1 + ft * (th1 - tn * n1)
+    f2 = fa * n2 + fs * p2 + ft * (th2 - tn * n2)
+    f3 = fa * n3 + fs * p3 + ft * (th3 - tn * n3)
+    sa = ks * la
+    sb = ks * lb
+    half_t = T(0.5)
+    ma1 = sa * (p2 * ua3 - p3 * ua2) + h1 - half_t * x1 + c * y1
+    ma2 = sa * (p3 * ua1 - p1 * ua3) + h2 - half_t * x2 + c * y2
+    ma3 = sa * (p1 * ua2 - p2 * ua1) + h3 - half_t * x3 + c * y3
+    mb1 = sb * (p2 * ub3 - p3 * ub2) - (h1 + half_t * x1 + c * y1)
+    mb2 = sb * (p3 * ub1 - p1 * ub3) - (h2 + half_t * x2 + c * y2)
+    mb3 = sb * (p1 * ub2 - p2 * ub1) - (h3 + half_t * x3 + c * y3)
+    u_axial = half_t * kn * stretch * stretch
+    u_shear = half_t * ks * pw2
+    u_bend = half_t * kb * t2 + half_t * dk * tn * tn
+    bend2 = max(t2 - tn * tn, T(0.0))
+    s1 = c0 * kn * stretch + c2 * kb * math.sqrt(bend2)
+    s2 = c1 * ks * math.sqrt(pw2) + c3 * kt * abs(tn)
+    index = s1 + s2
+    if not summed:
+        index = max(s1, s2)
+    return (f1, f2, f3, ma1, ma2, ma3, mb1, mb2, mb3, u_axial, u_shear, u_bend, r / r0 - T(1.0),
+            math.sqrt(t2), index)  # fmt: skip
+
+
 def hertz_contact(T, distance, reach, k):
     """Particle-particle (56)-(57) and particle-wall contact.
 

@@ -43,7 +43,13 @@ precision. Units are consistent units of length, time and mass.
     ``ka``, ``ks``, ``km`` (B,) stiffnesses [M L²/T²]; ``strain_max``, ``angle_max`` (B,)
     breakage thresholds (inf: never); ``can_break`` bool; ``skip_contacts`` bool: bonded
     pairs do not interact by contact; ``terms`` (B, 9) per-bond buffer ``(F_a, RM_a,
-    RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself.
+    RM_b)`` for the per-bond pass, or (0, 9) when each end evaluates its bonds itself;
+    parallel bonds (:func:`kernels.laws.parallel_bond`): ``form`` (B,) int8, 0 for paper
+    003's bond, 1 for a parallel bond failing on the larger of its stress ratios, 2 on
+    their sum; for a parallel bond ``ka``, ``ks``, ``km`` hold ``k_n`` [M/T²], ``k_s``
+    [M/T²] and ``k_b`` [M L²/T²], ``kt`` (B,) the torsion stiffness [M L²/T²], ``arm``
+    (B, 2) the arms of ends ``a`` and ``b`` [L], ``crit`` (B, 4) the failure index's
+    coefficients; all four are empty (length 0) when the model has no parallel bond.
 
 ``Contacts``: contact candidates and the contact law's fixed data
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``);
@@ -97,7 +103,8 @@ Dynamics = namedtuple(
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",
-    "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms",
+    "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms "
+    "form kt arm crit",
 )
 Contacts = namedtuple(
     "Contacts",

@@ -58,7 +58,41 @@ def kernel_arguments(dtype):
         "grid_build": (k["_grid_build_kernel"], (s.x, m.radius, a["contacts"], a["grid"], report)),
         "keep": (k["_keep_kernel"], (a["contacts"],)),
         "velocities": (k["_velocities_kernel"], (dyn,)),
-    } | friction_arguments(dtype)
+    } | friction_arguments(dtype) | component_arguments(m, s) | (packing_arguments() if dtype == np.float64 else {})
+
+
+def component_arguments(m, s):
+    """The fragment labelling kernels (:mod:`kernels.components_cuda`)."""
+    from kernels import components_cuda as C
+
+    parent = np.zeros(m.n, dtype=np.int64)
+    changed = np.zeros(1, dtype=np.int32)
+    nl = m.neighbors_of(s)
+    return {
+        "components_start": (C.start, (parent,)),
+        "components_hook_bonds": (C.hook_bonds, (m.bonds.a, m.bonds.b, s.broken, parent, changed)),
+        "components_hook_contacts": (C.hook_contacts, (s.x, m.radius, nl.nbr, nl.count, parent, changed)),
+        "components_jump": (C.jump, (parent,)),
+    }
+
+
+def packing_arguments():
+    """The dense packing's kernels (:mod:`kernels.packing_cuda`): float64 only, as the
+    packing is."""
+    from kernels import packing_cuda as P
+
+    n = 8
+    x, f, v = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    i64 = np.zeros(n + 1, dtype=np.int64)
+    dims = np.ones(3, dtype=np.int64)
+    r = np.ones(n)
+    return {
+        "packing_cells": (P.cells, (x, r[:3], r[:3], dims, i64)),
+        "packing_neighbors": (P.neighbors, (x, r, 0.1, i64, i64, i64, dims, i64, i64, True)),
+        "packing_forces": (P.forces, (x, r, i64, i64, 0, r[:3], f, r, r)),
+        "packing_advance": (P.advance, (x, v, f, x, 0.1, 0.9, 0.01, r)),
+        "packing_retreat": (P.retreat, (x, v, 0.05)),
+    }
 
 
 def friction_arguments(dtype):

@@ -25,6 +25,7 @@ SCRIPTS = {
     "bench_integrator.py": ["--backend", "cpu", "--sizes", "8", "--min-time", "0.01"],
     "bench_impact.py": ["--backend", "cpu", "--workload", "block,block-friction", "--n", "3", "--min-time", "0.01"],
     "bench_particle_ensemble.py": ["--backend", "cpu", "--n", "3", "--time", "0.02", "--loop", "1"],
+    "bench_packing.py": ["--backend", "cpu", "--counts", "200"],
 }
 
 

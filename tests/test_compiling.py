@@ -329,3 +329,33 @@ def test_validate_log_json_prints_json_lines_only(tmp_path, monkeypatch, capsys)
     assert cli.main(["validate", "fake", "--quick", "--log-json"]) == 1  # now with the last run's length
     start = json.loads(capsys.readouterr().out.splitlines()[0])
     assert start["figures_expected"] == 2 and start["seconds_expected"] >= 0
+
+
+_FUNCTION_IDS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import kernels.cache  # noqa: F401
+from numba import njit
+
+@njit
+def f(x):
+    return x + 1
+
+f(1.0)
+print(next(iter(f.overloads.values())).fndesc.mangled_name)
+"""
+
+
+def test_functions_compiled_in_two_processes_never_share_a_symbol(tmp_path):
+    """Numba numbers functions from 1 in every process: two processes that compiled two
+    laws' closures in the same order named different code alike, and a process that
+    loaded both from the cache had two definitions of one symbol. With the kernels'
+    cache imported, each process numbers from its own random offset."""
+    root = str(Path(__file__).resolve().parents[1])
+    script = tmp_path / "ids.py"
+    script.write_text(_FUNCTION_IDS)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    names = [subprocess.run([sys.executable, str(script), root], capture_output=True, text=True, env=env,
+                            check=True).stdout.strip() for _ in range(2)]  # fmt: skip
+    assert all(n.startswith("_ZN") for n in names)  # each process printed a mangled name
+    assert names[0] != names[1]

@@ -20,7 +20,7 @@ from granular.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 #: a sub-command with concrete arguments (a path under scenes/, or none at all)
-COMMAND = re.compile(r"granular (?:run|ensemble|validate|bench|info)(?: [^`\n]*(?:\\\n[^`\n]*)*)?")
+COMMAND = re.compile(r"granular (?:run|ensemble|validate|bench|export-lammps|info)(?: [^`\n]*(?:\\\n[^`\n]*)*)?")
 PLACEHOLDER = re.compile(r"\b(SCENE|DIR|NAME|OUT|CKPT|FIELD|DIST|T|N|S)\b|(^|\s)\[|\.\.\.")
 
 

@@ -17,6 +17,10 @@ TOP = ("granular", "kernels")
 FRONT = ("granular.cli", "granular.__main__", "granular.benchmark", "granular.validation")
 # imports allowed inside functions: which kernels to load is decided when a backend is made
 LAZY = {("granular.backend", "kernels.cpu"), ("granular.backend", "kernels.cuda"),
+        # the fragment labelling's GPU kernels: numba.cuda loads only on a GPU (or the simulator)
+        ("kernels.components", "kernels.components_cuda"),
+        # the dense packing's GPU kernels, loaded when a packing is made on a GPU
+        ("granular.particles.packing", "kernels.packing_cuda"),
         # granular.Simulation and friends: the run layer loads on first use (granular/__init__.py)
         ("granular", "granular.run.simulation")}  # fmt: skip
 

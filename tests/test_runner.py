@@ -228,3 +228,30 @@ def test_run_steps_is_relative_until_is_absolute_and_end_is_an_absolute_step():
         with pytest.raises(ValueError, match=match):
             r.run(**kwargs)
     assert s.k == 20
+
+
+def test_a_signal_while_the_last_files_are_written_lets_them_finish():
+    """Ctrl-C during the writers' end hooks (the final checkpoint, run.json, plots) is
+    held until they are done: no KeyboardInterrupt half-way through the files, the run
+    is a finished run, and the previous handler is back afterwards."""
+    import os
+    import signal
+
+    class SignalsAtEnd:
+        trigger = Periodic(0)
+
+        def __init__(self):
+            self.finished = False
+
+        def write(self, runner, row):
+            pass
+
+        def end(self, runner):
+            os.kill(os.getpid(), signal.SIGINT)
+            self.finished = True  # reached: the signal did not raise
+
+    w = SignalsAtEnd()
+    before = signal.getsignal(signal.SIGINT)
+    runner = Runner(Toy(), 1.0, [w]).run(5)
+    assert w.finished and not runner.interrupted and runner.system.step_count == 5
+    assert signal.getsignal(signal.SIGINT) is before

@@ -44,13 +44,42 @@ def test_base_scene_is_valid():
     assert model.n == 2 and model.n_bonds == 1 and run.dt == 1e-3
 
 
+#: Agglomerates of more grains are built at this count by the default tests (the GPU-sized
+#: scenes take minutes to pack and bond on 2 cores), at full size under ``-m long``.
+SHIPPED_COUNT_MAX = 20_000
+
+
+def _shrunk(scene):
+    """``scene`` with every larger agglomerate group made of :data:`SHIPPED_COUNT_MAX`
+    grains, and whether any was."""
+    groups = [g.model_copy(update={"count": SHIPPED_COUNT_MAX}) if getattr(g, "count", None) and
+              g.kind == "agglomerate" and g.count > SHIPPED_COUNT_MAX else g for g in scene.particles]  # fmt: skip
+    small = scene.model_copy(update={"particles": groups})
+    small._folder = scene._folder
+    return small, any(a is not b for a, b in zip(groups, scene.particles))
+
+
 @pytest.mark.parametrize("path", SCENES, ids=os.path.basename)
 def test_shipped_scenes_load_and_build(path):
     scene = load_scene(path)
     if scene.bodies is not None:
         pytest.skip("a [bodies] scene: run by tests/test_body_scenes.py")
-    model, run = build_model(scene, backend="cpu")
+    small, shrunk = _shrunk(scene)
+    model, run = build_model(small, backend="cpu")
     assert model.n >= 1 and run.dt > 0
+    if shrunk:
+        assert model.n == SHIPPED_COUNT_MAX and model.n_bonds > 2 * model.n  # a dense, bonded specimen
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("path", SCENES, ids=os.path.basename)
+def test_shipped_large_scenes_build_at_full_size(path):
+    scene = load_scene(path)
+    if scene.bodies is not None or not _shrunk(scene)[1]:
+        pytest.skip("built at full size by test_shipped_scenes_load_and_build")
+    model, _ = build_model(scene, backend="cpu")
+    groups = [g for g in scene.particles if g.kind == "agglomerate"]
+    assert model.n == sum(g.count for g in groups) and model.n_bonds > 2 * model.n
 
 
 MALFORMED = [

@@ -30,6 +30,7 @@ GROUPS = [
     {"kind": "torus", "n": 6, "center": [20.0, 0.0, 0.0]},
     {"kind": "random", "count": 2, "box": [[30.0, 0.0, 0.0], [35.0, 5.0, 5.0]]},
     {"kind": "tori", "count": 1, "n": 6, "box": [[40.0, 0.0, 0.0], [50.0, 10.0, 10.0]]},
+    {"kind": "agglomerate", "count": 3, "center": [60.0, 0.0, 0.0]},
 ]
 
 #: a scene with every table of the schema (valid as far as the schema goes)
@@ -42,7 +43,8 @@ FULL = {
     "bond_families": {"b": {"ka": 1.0}},
     "particles": GROUPS,
     "bonds": [{"kind": "explicit", "pairs": [[0, 1]], "family": "b"},
-              {"kind": "neighbors", "cutoff": 1.0, "family": "b"}],  # fmt: skip
+              {"kind": "neighbors", "cutoff": 1.0, "family": "b"},
+              {"kind": "touching", "factor": 1.01, "family": "b"}],  # fmt: skip
     "contacts": {"law": "hertz-mindlin"},
     "walls": [{"normal": [0.0, 0.0, 1.0], "offset": -5.0}],
     "fields": {"gravity": [0.0, 0.0, -1.0], "pendulum": [{"group": "g"}]},
@@ -56,9 +58,11 @@ TABLES = [
     ("material_pairs[0]", ("material_pairs", 0), sc.MaterialPair),
     ("bond_families.b", ("bond_families", "b"), sc.BondFamily),
     *((f"particles[{k}]", ("particles", k), cls) for k, cls in enumerate(
-        [sc.ExplicitParticles, sc.LatticeParticles, sc.TorusParticles, sc.RandomParticles, sc.ToriParticles])),
+        [sc.ExplicitParticles, sc.LatticeParticles, sc.TorusParticles, sc.RandomParticles, sc.ToriParticles,
+         sc.AgglomerateParticles])),
     ("bonds[0]", ("bonds", 0), sc.ExplicitBonds),
     ("bonds[1]", ("bonds", 1), sc.NeighborBonds),
+    ("bonds[2]", ("bonds", 2), sc.TouchingBonds),
     ("contacts", ("contacts",), sc.ContactsTable),
     ("walls[0]", ("walls", 0), sc.Wall),
     ("fields", ("fields",), sc.FieldsTable),

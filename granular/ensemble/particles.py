@@ -40,7 +40,11 @@ chunk size or on the executor. Summary columns (each (N,), units of the scene):
 value of every diagnostic of :data:`kernels.layout.DIAGNOSTICS` summed over the replica
 (``kinetic_translational``, ``U_a`` ..., ``broken_bonds``, ``U_released``,
 ``dissipated_*`` with the dissipative law, ``P_x`` ..., ``L_x`` ..., ``contacts``);
-``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (final centre-of-mass velocity [L/T]);
+``v_cm_x``, ``v_cm_y``, ``v_cm_z`` (final centre-of-mass velocity [L/T]); with bonds
+that can break, the fragmentation at the end: ``damage`` (broken / initial bonds of the
+replica), ``fragments`` (their number; joined by intact bonds only, so a scene with
+``[run] fragments = "contacts"`` is refused) and ``largest_fragment`` (the heaviest
+one's mass fraction; :func:`granular.particles.fragments.per_replica`);
 ``wall_contact_force_max`` (the largest magnitude of the force one wall exerted on one
 particle of the replica, at any step of the run: a running maximum kept per particle by
 the force pass on the device, every step, reduced per replica at the end [M L/T²]; with
@@ -57,6 +61,7 @@ kinetic + potential + released + dissipated energy, absolute [M L²/T²] and rel
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -66,6 +71,7 @@ from kernels.layout import DIAGNOSTICS
 
 from ..backend import get_backend
 from ..particles.integrators import ExplicitIntegrator
+from ..particles import fragments
 from ..particles.builder import ModelBuilder
 from ..particles.replicas import replica_diagnostics
 from ..resources import NEIGHBOR_CAPACITY, check_memory
@@ -87,9 +93,11 @@ GROUP_KEYS = {
                  "rotvec": ROWS},
     "random": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
     "tori": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0},
+    "agglomerate": {"velocity": 3, "omega": 3, "mass": 0, "inertia": 0, "center": 3},
 }
 WALL_KEYS = {"offset": 0, "normal": 3, "k": 0}
-FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0}
+FAMILY_KEYS = {"ka": 0, "ks": 0, "km": 0, "strain_max": 0, "angle_max": 0, "young": 0, "shear_modulus": 0,
+               "poisson": 0, "radius_ratio": 0, "tensile_strength": 0, "shear_strength": 0}  # fmt: skip
 MATERIAL_KEYS = {"young": 0, "poisson": 0, "density": 0, "restitution": 0, "friction": 0, "rolling_friction": 0,
                  "twisting_friction": 0}  # fmt: skip
 PAIR_KEYS = {"restitution": 0, "friction": 0, "rolling_friction": 0, "twisting_friction": 0}
@@ -302,6 +310,9 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
         raise EnsembleSpecError(f"{source}: the scene has no particles")
     if scene.fields.pendulum:
         raise EnsembleSpecError(f"{source}: ensembles of particle scenes do not take pendula")
+    if scene.run.fragments != "bonds":
+        raise EnsembleSpecError(f'{source}: run.fragments = "{scene.run.fragments}": an ensemble counts each '
+                                'replica\'s fragments by its intact bonds only; leave the key out (or "bonds")')  # fmt: skip
     vs = parse_particle_vary(scene, vary)
     run = scene.run
     dt = float(run.dt)
@@ -313,7 +324,7 @@ def make_particle_spec(scene, n, vary, seed, steps=None, time=None, backend="cpu
     spec = ParticleSpec(scene.model_dump(mode="json", exclude_unset=True), vs, int(seed), int(n), dt, n_steps,
                         max(1, int(every)), backend, source, columns)  # fmt: skip
     try:  # replica 0 whole: its scene, its placement
-        b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)")
+        b, spec.bonds = scene_builder(replica_scene(spec, 0), f"{source} (replica 0)", backend)
         spec.particles = b.particle_count
         b.finalize("cpu")
     except SceneError as exc:
@@ -362,7 +373,10 @@ def replica_scene(spec: ParticleSpec, i: int, values=None, row: int = 0, base=No
             items = list(data[v.table])
             items[v.item] = dict(items[v.item], **{v.key: value.tolist()})
             data[v.table] = items
-    return parse_scene(data, f"{spec.source} (replica {i})")
+    scene = parse_scene(data, f"{spec.source} (replica {i})")
+    if os.path.isfile(spec.source):  # relative paths in the scene (specimen files) from its folder
+        scene._folder = os.path.dirname(os.path.abspath(spec.source))
+    return scene
 
 
 def check_chunk_memory(spec: ParticleSpec, replicas: int, backend=None) -> None:
@@ -392,7 +406,7 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
     builders = []
     for row, i in enumerate(idx):
         scene = replica_scene(spec, int(i), values, row, base)
-        builders.append(scene_builder(scene, f"{spec.source} (replica {i})")[0])
+        builders.append(scene_builder(scene, f"{spec.source} (replica {i})", be)[0])
     run = scene.run
     merged = ModelBuilder.replicas(builders, names=[int(i) for i in idx])
     model = merged.finalize(be, dtype=np.dtype(run.precision))
@@ -421,6 +435,8 @@ def run_particle_chunk(spec: ParticleSpec, start: int, stop: int, progress=None)
         table[k] = d[k]
     for axis in "xyz":
         table[f"v_cm_{axis}"] = d[f"v_cm_{axis}"]
+    if model.bonds is not None and model.bonds.can_break:
+        table.update(fragments.per_replica(model, state))
     table["wall_contact_force_max"] = d["wall_contact_force_max"]
     table["wall_force_sampled_max"] = peak
     table["energy0"] = e0

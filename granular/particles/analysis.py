@@ -109,8 +109,9 @@ class ContactList:
         return F, M
 
 
-def _touching_pairs(model, x, r, reach=0.0):
-    """Particle pairs ``i < j`` closer than ``r_i + r_j + reach``, less the bonded ones the
+def _touching_pairs(model, x, r, reach=0.0, broken=None):
+    """Particle pairs ``i < j`` closer than ``r_i + r_j + reach``, less the ones joined by
+    an intact bond (``broken``: the bonds' flags; none broken if not given) that the
     contacts leave out."""
     from scipy.spatial import cKDTree  # SciPy loads when contacts are listed, not on import
 
@@ -128,6 +129,9 @@ def _touching_pairs(model, x, r, reach=0.0):
         pairs = pairs[replica[pairs[:, 0]] == replica[pairs[:, 1]]]
     if contacts.skip_bonded and model.bonds is not None:
         a, b = model.bonds.host["a"], model.bonds.host["b"]
+        if broken is not None:
+            intact = np.asarray(broken) == 0
+            a, b = a[intact], b[intact]
         bonded = set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
         pairs = pairs[[(int(i), int(j)) not in bonded for i, j in pairs]].reshape(-1, 2)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
@@ -207,7 +211,8 @@ def _particle_rows(model, state, x, r) -> list:
     h = _host_law(model, state)
     H = h.law.history
     rows = []
-    for i, j in _touching_pairs(model, x, r, reach=model.force("contacts").skin):
+    broken = model.backend.to_host(state.broken) if model.n_bonds else None
+    for i, j in _touching_pairs(model, x, r, reach=model.force("contacts").skin, broken=broken):
         d = x[i] - x[j]
         dist2 = float(d @ d)
         reach = r[i] + r[j]

@@ -27,6 +27,15 @@ from .forces.materials import sphere_mass
 from .inputs import _check_duplicate_bonds, _nonnegative, _orientations, _scalars, _vectors
 from .model import Model
 
+def _limits(nb, **limits) -> list:
+    """Per-bond limits (breakage thresholds, strengths), each > 0 or ``inf`` (never)."""
+    out = [_nonnegative(name, value, nb, allow_inf=True) for name, value in limits.items()]
+    for name, t in zip(limits, out):
+        if (t == 0).any():
+            raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+    return out
+
+
 class ModelBuilder(ContactSettings):
     """Collect particles, bonds, contacts, walls and fields on the host, then build a :class:`Model`.
 
@@ -60,7 +69,7 @@ class ModelBuilder(ContactSettings):
         self._n = 0
         self._gravity = None
         self._pendula = []  # (index array, rho0 array, mg array, vertical)
-        self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max) arrays per call
+        self._bonds = []  # (a, b, ka, ks, km, strain_max, angle_max, form, kt, crit) arrays per call
         self._bond_keys = []  # per call: (a << 32) | b of each bond (a < b), for duplicate detection
         self._bond_count = 0
         self._kpp = None
@@ -454,11 +463,22 @@ class ModelBuilder(ContactSettings):
             >= 0, or a threshold not > 0; the message names the bond.
         """
         self._open("add_bonds")
+        lo, hi, keys = self._bond_pairs(pairs)  # within this call; across calls at finalize()
+        nb = len(lo)
+        first = self._bond_count
+        stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
+        thresholds = _limits(nb, strain_max=strain_max, angle_max=angle_max)
+        self._bond_keys.append(keys)
+        self._bonds.append((lo, hi, *stiff, *thresholds, np.zeros(nb, np.int8), np.zeros(nb), np.zeros((nb, 4))))
+        self._bond_count += nb
+        return np.arange(first, first + nb, dtype=np.int64)
+
+    def _bond_pairs(self, pairs):
+        """Checked ``(lo, hi, keys)`` of a call's pairs (see :meth:`add_bonds`)."""
         p = np.asarray(pairs)
         if p.ndim != 2 or p.shape[1] != 2 or (p.size and p.dtype.kind not in "iu"):
             raise ValueError(f"bonds: expected integer pairs of shape (B, 2), got shape {p.shape} dtype {p.dtype}")
         p = p.astype(np.int64)
-        nb = len(p)
         first = self._bond_count
         bad = ((p < 0) | (p >= self._n)).any(axis=1)
         if bad.any():
@@ -471,14 +491,123 @@ class ModelBuilder(ContactSettings):
             raise ValueError(f"bonds: bond {first + k} joins particle {p[k, 0]} to itself")
         lo, hi = np.minimum(p[:, 0], p[:, 1]), np.maximum(p[:, 0], p[:, 1])
         keys = (lo << np.int64(32)) | hi  # unique per unordered pair (indices < 2^31)
-        _check_duplicate_bonds(keys, first)  # within this call; across calls at finalize()
-        stiff = [_nonnegative(name, val, nb) for name, val in (("ka", ka), ("ks", ks), ("km", km))]
-        thresholds = [_nonnegative(n, v, nb, allow_inf=True) for n, v in (("strain_max", strain_max), ("angle_max", angle_max))]
-        for name, t in zip(("strain_max", "angle_max"), thresholds):
-            if (t == 0).any():
-                raise ValueError(f"{name}: must be > 0 (inf: never); bond {int(np.argmax(t == 0))} of this call has 0.0")
+        _check_duplicate_bonds(keys, first)
+        return lo, hi, keys
+
+    def add_parallel_bonds(self, pairs, young, shear_modulus=None, poisson=None, radius_ratio=1.0,
+                           tensile_strength=np.inf, shear_strength=np.inf, critical_force=None,
+                           critical_moment=None, strain_max=np.inf, angle_max=np.inf) -> np.ndarray:  # fmt: skip
+        """Bond particle pairs with parallel bonds of a binder's elastic moduli; return the bond ids.
+
+        A parallel bond (Potyondy & Cundall 2004) is a short elastic cylinder of radius
+        ``R̄ = radius_ratio · min(r_a, r_b)`` and length ``L = r0`` (the initial distance of
+        the centres) cementing the two particles. Its stiffnesses are those of the
+        cylinder, with ``A = π R̄²``, ``I = π R̄⁴/4``, ``J = π R̄⁴/2``:
+
+        ``k_n = E A / L``, ``k_s = G A / L``, ``k_b = E I / L``, ``k_t = G J / L``,
+
+        in the energy of :func:`kernels.laws.parallel_bond` (axial, shear, bending,
+        torsion; ``docs/physics.md``, "Parallel bonds"). It breaks for good, its energy
+        booked as released, when
+
+        * ``criterion "stress"`` (``tensile_strength``, ``shear_strength``): the largest
+          tensile stress ``σ = F_n/A + M_b R̄/I`` exceeds ``σ_c`` or the largest shear
+          stress ``τ = F_s/A + M_t R̄/J`` exceeds ``τ_c`` (Potyondy & Cundall's criterion);
+        * ``critical_force=(F_nc, F_sc)``, ``critical_moment=(M_tc, M_bc)``: the sum
+          ``F_n/F_nc + F_s/F_sc + M_t/M_tc + M_b/M_bc`` exceeds 1 (LAMMPS
+          ``bond bpm/rotational``);
+        * or its strain or angle passes ``strain_max`` or ``angle_max``, as for
+          :meth:`add_bonds`.
+
+        ``F_n = k_n (r - r0)`` is the axial force (positive in tension), ``F_s``, ``M_b``,
+        ``M_t`` the magnitudes of the shear force, bending and twisting moments. Strengths
+        may differ per bond (:func:`granular.particles.strengths.draw_strengths`).
+
+        Parameters
+        ----------
+        pairs : array_like, (B, 2) int
+            Particle indices of the bond ends, as for :meth:`add_bonds`.
+        young : float or array_like, (B,) float
+            The binder's Young's modulus ``E`` [M/(L T²)], > 0.
+        shear_modulus : float or array_like, (B,) float, optional
+            The binder's shear modulus ``G`` [M/(L T²)], > 0. Give it or ``poisson``.
+        poisson : float, optional
+            Poisson's ratio ``ν`` in (-1, 0.5]: ``G = E / (2 (1 + ν))``.
+        radius_ratio : float or array_like, (B,) float, optional
+            ``λ = R̄ / min(r_a, r_b)`` [-], > 0. Default 1.
+        tensile_strength, shear_strength : float or array_like, (B,) float, optional
+            ``σ_c``, ``τ_c`` [M/(L T²)], > 0; ``inf`` (default): never.
+        critical_force : (float, float) or None, optional
+            ``(F_nc, F_sc)`` [M L/T²] of the combined criterion (with ``critical_moment``,
+            instead of the strengths).
+        critical_moment : (float, float) or None, optional
+            ``(M_tc, M_bc)`` [M L²/T²] of the combined criterion.
+        strain_max, angle_max : float or array_like, (B,) float, optional
+            As for :meth:`add_bonds`.
+
+        Returns
+        -------
+        ndarray, (B,) int64
+            Ids of the new bonds, consecutive after those of earlier calls.
+
+        Raises
+        ------
+        ValueError
+            Bad pairs (as for :meth:`add_bonds`), a modulus, ratio or strength not > 0,
+            neither or both of ``shear_modulus`` and ``poisson``, ``poisson`` outside
+            (-1, 0.5], or both the strengths and the combined criterion; the message names
+            the argument.
+        """
+        self._open("add_parallel_bonds")
+        lo, hi, keys = self._bond_pairs(pairs)
+        nb = len(lo)
+        e = _scalars("young", young, nb, what="bond")
+        if (shear_modulus is None) == (poisson is None):
+            raise ValueError("shear_modulus, poisson: give exactly one (G = E / (2 (1 + poisson)))")
+        if poisson is not None:
+            nu = float(poisson)
+            if not -1.0 < nu <= 0.5:
+                raise ValueError(f"poisson: must be in (-1, 0.5], got {poisson!r}")
+            g = e / (2.0 * (1.0 + nu))
+        else:
+            g = _scalars("shear_modulus", shear_modulus, nb, what="bond")
+        lam = _scalars("radius_ratio", radius_ratio, nb, what="bond")
+        thresholds = _limits(nb, strain_max=strain_max, angle_max=angle_max)
+        x = np.concatenate(self._x) if self._x else np.zeros((0, 3))
+        radius = np.concatenate(self._radius)
+        length = np.linalg.norm(x[lo] - x[hi], axis=1)
+        if (length == 0).any():
+            k = int(np.argmax(length == 0))
+            raise ValueError(f"bonds: bond {self._bond_count + k} joins particles {lo[k]}, {hi[k]} at the same position")
+        rbar = lam * np.minimum(radius[lo], radius[hi])
+        area, inertia = np.pi * rbar**2, np.pi * rbar**4 / 4.0
+        polar = 2.0 * inertia
+        kn, ks, kb, kt = e * area / length, g * area / length, e * inertia / length, g * polar / length
+        combined = critical_force is not None or critical_moment is not None
+        strengths_given = np.isfinite(np.asarray(tensile_strength, float)).any() or np.isfinite(
+            np.asarray(shear_strength, float)).any()  # fmt: skip
+        crit = np.zeros((nb, 4))
+        if combined:
+            if strengths_given:
+                raise ValueError("critical_force, critical_moment: the combined criterion replaces tensile_strength "
+                                 "and shear_strength; give one or the other")  # fmt: skip
+            fc = np.broadcast_to(np.asarray(critical_force if critical_force is not None else (np.inf, np.inf), float), (2,))
+            mc = np.broadcast_to(np.asarray(critical_moment if critical_moment is not None else (np.inf, np.inf), float), (2,))
+            for name, v in (("critical_force", fc), ("critical_moment", mc)):
+                if not (v > 0).all() or np.isnan(v).any():
+                    raise ValueError(f"{name}: both values must be > 0 (inf: never), got {v.tolist()}")
+            crit[:] = [1.0 / fc[0], 1.0 / fc[1], 1.0 / mc[1], 1.0 / mc[0]]  # (F_n, F_s, M_b, M_t)
+            form = 2
+        else:
+            sig, tau = _limits(nb, tensile_strength=tensile_strength, shear_strength=shear_strength)
+            crit[:, 0] = 1.0 / (area * sig)
+            crit[:, 1] = 1.0 / (area * tau)
+            crit[:, 2] = rbar / (inertia * sig)
+            crit[:, 3] = rbar / (polar * tau)
+            form = 1
+        first = self._bond_count
         self._bond_keys.append(keys)
-        self._bonds.append((lo, hi, *stiff, *thresholds))
+        self._bonds.append((lo, hi, kn, ks, kb, *thresholds, np.full(nb, form, np.int8), kt, crit))
         self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)
 
@@ -543,7 +672,7 @@ class ModelBuilder(ContactSettings):
         if len(self._bond_keys) > 1:
             _check_duplicate_bonds(cat(self._bond_keys), 0)
         if self._bonds:
-            cols = [cat([c[i] for c in self._bonds]) for i in range(7)]
+            cols = [cat([c[i] for c in self._bonds]) for i in range(10)]
             a, b = cols[0], cols[1]
             # Orient every bond by its reference geometry (end a has the lexicographically
             # smaller initial position), not by particle index, so that every bond quantity,
@@ -558,7 +687,8 @@ class ModelBuilder(ContactSettings):
                 raise ValueError(
                     f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
                 )
-            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:], dtype=dtype)
+            bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:7], dtype=dtype, form=cols[7], kt=cols[8], crit=cols[9],
+                          radius=cat(self._radius))  # fmt: skip
             forces.append(bonds)
         law, kernels, families = self._contact_families(be, dtype, bonds, replica, first_wall)
         forces += families

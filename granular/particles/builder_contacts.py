@@ -154,7 +154,8 @@ class ContactSettings:
             walls. Required without materials.
         bonded_contacts : bool, optional
             Whether bonded pairs also interact by contact (default, as in the paper);
-            ``False`` leaves bonded pairs out.
+            ``False`` leaves a bonded pair out while its bond holds (once it breaks, the
+            two grains collide like any other pair).
         search : {"cells", "all-pairs"}, optional
             ``"cells"`` (default): a neighbour list with the margin ``skin``;
             ``"all-pairs"``: every pair, no list (not with materials); see

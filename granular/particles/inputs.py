@@ -43,13 +43,13 @@ def _per_item(name, value, n):
     return a
 
 
-def _scalars(name, value, n, positive=True):
+def _scalars(name, value, n, positive=True, what="particle"):
     a = _per_item(name, value, n)
     bad = ~np.isfinite(a) | ((a <= 0) if positive else False)
     if np.any(bad):
         k = int(np.argmax(bad))
         rule = "finite and > 0" if positive else "finite"
-        raise ValueError(f"{name}: must be {rule}; particle {k} of this call has {float(a[k])!r}")
+        raise ValueError(f"{name}: must be {rule}; {what} {k} of this call has {float(a[k])!r}")
     return a
 
 

@@ -472,7 +472,11 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         ends, partners, bond_of = ends[order], partners[order], bond_of[order]
         r0 = bonds.host["rest_length"]
         ka, ks, km = (be.to_host(k).astype(np.float64) for k in (bonds.ka, bonds.ks, bonds.km))
-        bond_keys = np.minimum(a, b) * n + np.maximum(a, b)
+        nb = len(a)
+        form = bonds.host["form"] if bonds.parallel else np.zeros(nb, np.int8)
+        kt = bonds.host["kt"] if bonds.parallel else np.zeros(nb)
+        arm = bonds.host["arm"] if bonds.parallel else np.zeros((nb, 2))
+        bond_keys = np.minimum(a[ids], b[ids]) * n + np.maximum(a[ids], b[ids])  # broken bonds leave their contact
     else:
         ends = partners = bond_of = np.zeros(0, dtype=np.int64)
 
@@ -520,12 +524,16 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
             dist = np.linalg.norm(d, axis=1)
             u = d / dist[:, None]
             rows = i - p0
-            blk.add_T("bond axial", rows, _outer(u, 2.0 * ka[k] / r0[k] ** 2))
+            par = form[k] != 0  # parallel bonds: k_n, k_s, k_b in the ka, ks, km places
+            blk.add_T("bond axial", rows, _outer(u, 2.0 * np.where(par, ka[k], ka[k] / r0[k] ** 2)))
             f2 = _shear_curvature(ks[k], SHEAR_ANGLE)
-            c2 = 8.0 * f2 / dist**2
+            c2 = np.where(par, 2.0 * ks[k], 8.0 * f2 / dist**2)
             blk.add_T("bond shear", rows, c2[:, None] * _EYE[None] - _outer(u, c2))  # c (I - n nᵀ)
-            blk.add_R("bond shear", rows, 2.0 * f2)
-            blk.add_R("bond bending", rows, 2.0 * km[k])
+            # a parallel bond's shear couples an end's turn through its arm (row sums of the
+            # arm terms: ks l_i², and ks l_i l_j with the other end)
+            arm_i = np.where(i == a[k], arm[k, 0], arm[k, 1])
+            blk.add_R("bond shear", rows, np.where(par, 2.0 * ks[k] * arm_i * r0[k], 2.0 * f2))
+            blk.add_R("bond bending", rows, 2.0 * np.where(par, np.maximum(km[k], kt[k]), km[k]))
         if contacts is not None and contacts.kpp > 0:
             lo, hi = np.searchsorted(touching, [p0, p1])
             i, j = touching[lo:hi], touch_partner[lo:hi]

@@ -8,13 +8,19 @@ The frame's point data: ``id``, ``radius``, ``mass``, ``inertia``, ``velocity``,
 ``angular_velocity`` (spatial), ``d1``, ``d2``, ``d3`` (the columns of ``R``, for glyphs),
 ``kinetic_energy``, and with the dissipative law ``contacts``, ``contact_force``,
 ``contact_moment``, ``dissipated``; bonds are line cells with ``strain``, ``angle`` and
-``broken``. The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
-``L_*``, ``broken_bonds``, pendulum invariants, and for fewer than :data:`SMALL_SYSTEM`
-particles each particle's state.
+``broken``; with bonds that can break, ``fragment`` (the particle's fragment, numbered
+by mass). The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
+``L_*``, ``broken_bonds``, with bonds that can break ``U_released``, ``damage``,
+``fragments`` and ``largest_fragment``, pendulum invariants, and for fewer than
+:data:`SMALL_SYSTEM` particles each particle's state. With bonds that can break a run
+ends with ``fragments.csv`` (:meth:`ParticleSystem.write_final`). The fragments are
+joined by intact bonds, or with ``fragments="contacts"`` (the ``[run]`` key) by
+touching contacts too (:mod:`granular.particles.fragments`).
 """
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,15 +29,23 @@ from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 
 from ..io import write_walls
 from . import diagnostics as diag
+from . import fragments
 from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
+#: What may join particles into the fragments of a run (``[run] fragments``).
+FRAGMENTS = ("bonds", "contacts")
+#: Why a model without particle contacts cannot count fragments by contacts.
+CONTACTS_NEEDED = ('run.fragments: "contacts" joins touching particles through the neighbour list of the particle '
+                   "contacts, and this model has no particle contacts: give it a contact law (ModelBuilder."
+                   'set_contacts, or materials), or count fragments by intact bonds (fragments = "bonds")')  # fmt: skip
 
 
-def frame_data(model, state):
+def frame_data(model, state, contacts=False):
     """Points, point data, bond lines and bond cell data of one frame: host arrays of
     their own (copies, never views of the state, which the next steps change while a
-    background thread may still be writing the frame)."""
+    background thread may still be writing the frame). ``contacts``: the ``fragment``
+    point data joins touching particles too."""
     be = model.backend
     x = np.array(be.to_host(state.x))
     R = be.to_host(state.R)
@@ -53,6 +67,8 @@ def frame_data(model, state):
     if model.law is not None and model.law.dissipates:
         point.update(contact_data(model, state))
     lines, cell = None, None
+    if breakable(model):
+        point["fragment"] = fragments.numbers(model, state, contacts)
     if model.n_bonds:
         meas = model.bonds.measures(model, state)
         lines = np.stack([model.bonds.host["a"], model.bonds.host["b"]], axis=1)
@@ -87,12 +103,20 @@ def contact_data(model, state) -> dict:
 DISSIPATED = ("dissipated_normal", "dissipated_friction", "dissipated_rolling", "dissipated_twisting")
 
 
-def series_row(model, state) -> dict:
+def breakable(model) -> bool:
+    """Whether the model's bonds can break (then runs book ``U_released`` and the fragments)."""
+    return model.bonds is not None and model.bonds.can_break
+
+
+def series_row(model, state, contacts=False) -> dict:
     """One ``series.csv`` row: energies, momenta, invariants and (small systems) states.
 
     Energies, momenta and bond counts come from one fused diagnostics kernel and one
     read-back. With bonds that can break, ``U_released`` is the energy the broken bonds
-    had when they broke (``total + U_released`` is conserved)."""
+    had when they broke (``total + U_released`` is conserved), and ``damage``,
+    ``fragments`` and ``largest_fragment`` describe the pieces
+    (:func:`granular.particles.fragments.summary`; ``contacts``: touching particles are
+    joined too)."""
     totals = model.diagnostics(state)
     row = {"time": state.time, "step": float(state.step)}
     row.update(diag.energies(model, state, totals))
@@ -101,8 +125,9 @@ def series_row(model, state) -> dict:
     for a in "xyz":
         row[f"L_{a}"] = totals[f"L_{a}"]
     row["broken_bonds"] = totals["broken_bonds"]
-    if model.bonds is not None and model.bonds.can_break:
+    if breakable(model):
         row["U_released"] = totals["U_released"]
+        row.update(fragments.summary(model, state, contacts))
     if model.law is not None and model.law.dissipates:
         for k in DISSIPATED:
             row[k] = totals[k]
@@ -184,10 +209,18 @@ class ParticleSystem:
     ``energy_tolerance``: the health check's (``[run] energy_tolerance``);
     ``health_start``: a resumed run's checkpoint ``meta["health"]`` (the start values the
     check compares against); ``stable_step``: the setup's
-    :class:`~granular.particles.stability.StepEstimate`, reported in the start event and ``run.json``."""
+    :class:`~granular.particles.stability.StepEstimate`, reported in the start event and ``run.json``;
+    ``fragments``: ``"bonds"`` or ``"contacts"``, what joins particles into the fragments
+    of the series, frames and ``fragments.csv`` (``[run] fragments``; ``"contacts"``
+    needs particle contacts)."""
 
     def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None,
-                 health=True):  # fmt: skip
+                 health=True, fragments="bonds"):  # fmt: skip
+        if fragments not in FRAGMENTS:
+            raise ValueError(f"fragments: {fragments!r}; allowed: {', '.join(map(repr, FRAGMENTS))}")
+        if fragments == "contacts" and model.force("contacts") is None:
+            raise ValueError(CONTACTS_NEEDED)
+        self.by_contacts = fragments == "contacts"
         self.model, self.state, self.integrator = model, state, integrator
         self.backend = model.backend
         self.n = model.n
@@ -221,7 +254,7 @@ class ParticleSystem:
         self.integrator.prepare(self.model, self.state)
         if not self.checks:
             return
-        row = series_row(self.model, self.state)
+        row = self.series_row()
         self.health = HealthCheck(self.model, dt, row, self.energy_tolerance, start=self.health_start)
         self.snapshot = Snapshot(self.state, STATE_ARRAYS, self.model)
 
@@ -229,10 +262,10 @@ class ParticleSystem:
         self.integrator.advance(self.model, self.state, dt, k)
 
     def series_row(self) -> dict:
-        return series_row(self.model, self.state)
+        return series_row(self.model, self.state, self.by_contacts)
 
     def frame(self):
-        return frame_data(self.model, self.state)
+        return frame_data(self.model, self.state, self.by_contacts)
 
     def plot_columns(self, data) -> dict:
         """The columns of ``series.csv`` the plots show: ``broken_bonds`` only where bonds
@@ -266,6 +299,12 @@ class ParticleSystem:
             size = 2.0 * float(np.ptp(x, axis=0).max() + 4 * model.backend.to_host(model.radius).max())
             write_walls(out_dir, walls.planes_host, x.mean(axis=0), size)
 
+    def write_final(self, out_dir) -> None:
+        """``fragments.csv`` of the last state, when bonds can break."""
+        if breakable(self.model):
+            frags = fragments.fragments(self.model, self.state, self.by_contacts)
+            fragments.write_csv(os.path.join(out_dir, "fragments.csv"), frags)
+
     def checkpoint_meta(self) -> dict:
         return {"integrator": self.label, "health": self.health.start_values()}
 
@@ -288,7 +327,9 @@ class ParticleSystem:
 
 
 __all__ = [
+    "CONTACTS_NEEDED",
     "DISSIPATED",
+    "FRAGMENTS",
     "SMALL_SYSTEM",
     "STATE_ARRAYS",
     "ParticleSystem",

@@ -146,8 +146,12 @@ def total_steps(args, run) -> int:
 def resume_problem(meta, scene_dict, path, total, backend_name=None) -> str | None:
     """Why the checkpoint ``meta`` (at ``path``) cannot continue this scene to step
     ``total`` on the backend ``backend_name`` (None: not checked here), or None."""
+    stored = meta.get("scene") or {}
+    if isinstance(stored.get("run"), dict) and "fragments" not in stored["run"]:
+        # written before [run] fragments existed: that run counted fragments by bonds
+        stored = dict(stored, run={**stored["run"], "fragments": "bonds"})
     # compared as stored (standard JSON): NaN equals NaN there, and inf is "Infinity" on both sides
-    stored, current = encode(meta.get("scene") or {}), encode(scene_dict)
+    stored, current = encode(stored), encode(scene_dict)
     if stored != current:
         diffs = scene_differences(stored, current)
         return (f"checkpoint {path!r} was written for a different scene: " + "; ".join(diffs)

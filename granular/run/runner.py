@@ -12,7 +12,8 @@ before anything is written; a state that passes is kept (:meth:`System.keep`). W
 check or a step fails, the kept state is put back (:meth:`System.rewind`), the writers'
 ``end`` hooks run on it (the final checkpoint, ``run.json``), and the error is raised.
 Signals (SIGINT, SIGTERM) stop the run after the current block with the same ``end``
-hooks, so a stopped run is a resumable run.
+hooks, so a stopped run is a resumable run; a signal while the ``end`` hooks write the
+last files waits for them (the run has finished its steps: it ends as a finished run).
 
 Writers are small objects with a ``trigger`` and up to four hooks, each optional:
 
@@ -317,8 +318,8 @@ class Runner:
                 s.rewind()
             settled = True
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+            if not settled:  # an error in flight: the default handlers are back for it
+                self._restore_signals(previous)
             if self.progress is not None:
                 self.progress.close()
             error = None
@@ -329,14 +330,24 @@ class Runner:
                     except Exception as exc:  # noqa: BLE001 - the first error is raised once all are closed
                         error = error or exc
             if error is not None and settled and self.failure is None:  # never hide an error in flight
+                self._restore_signals(previous)
                 raise error
-        s.backend.synchronize()
-        self.wall_time = time.perf_counter() - started
-        self.compile_time = compile_seconds() - compiled
-        self._loop_compile = compile_seconds() - loop_compiled
-        for w in self.writers:
-            if hasattr(w, "end"):
-                w.end(self)
+        try:  # a signal while the last files are written stops nothing: they are finished
+            s.backend.synchronize()
+            self.wall_time = time.perf_counter() - started
+            self.compile_time = compile_seconds() - compiled
+            self._loop_compile = compile_seconds() - loop_compiled
+            for w in self.writers:
+                if hasattr(w, "end"):
+                    w.end(self)
+        finally:
+            self._restore_signals(previous)
         if self.failure is not None:
             raise self.failure
         return self
+
+    @staticmethod
+    def _restore_signals(previous) -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        previous.clear()

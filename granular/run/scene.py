@@ -11,12 +11,14 @@ checks (group names, bond families, overlaps, counts) follow the same format.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import tomllib
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from scipy.spatial import cKDTree
 
 from ..backend import get_backend
@@ -24,8 +26,10 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
+from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import overlap_problem, wall_problem
 from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
+from ..particles.strengths import draw_strengths
 from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
 from .scene_contacts import contact_errors
 from .scene_errors import schema_errors
@@ -48,7 +52,9 @@ class _Strict(BaseModel):
 
 
 class RunTable(_Strict):
-    """``[run]``: integrator, step, duration, output cadence, backend and precision."""
+    """``[run]``: integrator, step, duration, output cadence, backend and precision, and
+    what joins particles into the fragments the run writes (``fragments``: intact bonds,
+    or touching contacts too)."""
 
     integrator: Literal["exact", "verlet", "campello"] = "verlet"
     dt: Positive
@@ -62,6 +68,7 @@ class RunTable(_Strict):
     allow_unstable_step: bool = False
     energy_tolerance: Positive = ENERGY_TOLERANCE
     graphs: bool = True  # replay blocks of steps as CUDA graphs on a GPU (false: launch every kernel)
+    fragments: Literal["bonds", "contacts"] = "bonds"  # "contacts": touching particles join fragments too
 
     @model_validator(mode="after")
     def _one_length(self):
@@ -71,13 +78,73 @@ class RunTable(_Strict):
 
 
 class BondFamily(_Strict):
-    """``[bond_families.NAME]``: binder stiffnesses [M L²/T²] and breakage thresholds."""
+    """``[bond_families.NAME]``: paper 003's binder (``form = "paper"``: stiffnesses ``ka``,
+    ``ks``, ``km`` [M L²/T²]) or parallel bonds (``form = "parallel"``: the binder's
+    ``young`` and ``shear_modulus`` or ``poisson``, ``radius_ratio``, and strengths:
+    ``tensile_strength`` and ``shear_strength``, optionally scattered per bond by
+    ``strength_law`` ``"weibull"`` (``strength_modulus``) or ``"normal"``
+    (``strength_cov``) with ``strength_seed``, or the combined criterion's
+    ``critical_force = [F_nc, F_sc]`` and ``critical_moment = [M_tc, M_bc]``); breakage
+    thresholds ``strain_max``, ``angle_max`` for either."""
 
+    form: Literal["paper", "parallel"] = "paper"
     ka: NonNegative = 0.0
     ks: NonNegative = 0.0
     km: NonNegative = 0.0
     strain_max: Annotated[float, Field(gt=0)] = math.inf
     angle_max: Annotated[float, Field(gt=0)] = math.inf
+    young: Positive | None = None
+    shear_modulus: Positive | None = None
+    poisson: Annotated[float, Field(gt=-1.0, le=0.5, allow_inf_nan=False)] | None = None
+    radius_ratio: Positive = 1.0
+    tensile_strength: Annotated[float, Field(gt=0)] = math.inf
+    shear_strength: Annotated[float, Field(gt=0)] = math.inf
+    strength_law: Literal["weibull", "normal"] | None = None
+    strength_modulus: Positive | None = None
+    strength_cov: NonNegative | None = None
+    strength_seed: Annotated[int, Field(ge=0)] = 0
+    critical_force: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=2, max_length=2)] | None = None
+    critical_moment: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=2, max_length=2)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        given = self.model_fields_set
+        paper, parallel = {"ka", "ks", "km"}, set(BondFamily.model_fields) - {"form", "ka", "ks", "km", "strain_max",
+                                                                              "angle_max"}  # fmt: skip
+        if self.form == "paper" and given & parallel:
+            raise ValueError(f"{sorted(given & parallel)} belong to form = \"parallel\"; this family has form = \"paper\"")
+        if self.form == "parallel":
+            if given & paper:
+                raise ValueError(f"{sorted(given & paper)} belong to form = \"paper\"; a parallel family takes young, "
+                                 "shear_modulus or poisson, radius_ratio and strengths")  # fmt: skip
+            if self.young is None or (self.shear_modulus is None) == (self.poisson is None):
+                raise ValueError("a parallel bond family needs young and exactly one of shear_modulus, poisson")
+            combined = self.critical_force is not None or self.critical_moment is not None
+            if combined and {"tensile_strength", "shear_strength"} & given:
+                raise ValueError("critical_force, critical_moment replace tensile_strength and shear_strength")
+            if self.strength_law == "weibull" and self.strength_modulus is None:
+                raise ValueError("strength_law = \"weibull\" needs strength_modulus")
+            if self.strength_law == "normal" and self.strength_cov is None:
+                raise ValueError("strength_law = \"normal\" needs strength_cov")
+        return self
+
+    def add(self, builder, pairs):
+        """Bond ``pairs`` of ``builder`` with this family; returns the bond ids."""
+        if self.form == "paper":
+            return builder.add_bonds(pairs, ka=self.ka, ks=self.ks, km=self.km, strain_max=self.strain_max,
+                                     angle_max=self.angle_max)  # fmt: skip
+        strengths = {}
+        if self.critical_force is None and self.critical_moment is None:
+            for k, name in enumerate(("tensile_strength", "shear_strength")):
+                mean = getattr(self, name)
+                if self.strength_law is not None and math.isfinite(mean):
+                    mean = draw_strengths(mean, len(pairs), self.strength_law, modulus=self.strength_modulus,
+                                          cov=self.strength_cov, seed=self.strength_seed + k)  # fmt: skip
+                strengths[name] = mean
+        return builder.add_parallel_bonds(pairs, self.young, shear_modulus=self.shear_modulus, poisson=self.poisson,
+                                          radius_ratio=self.radius_ratio, critical_force=self.critical_force,
+                                          critical_moment=self.critical_moment, strain_max=self.strain_max,
+                                          angle_max=self.angle_max, **strengths)  # fmt: skip
 
 
 class MaterialTable(_Strict):
@@ -176,6 +243,38 @@ class RandomParticles(_Group):
         return b
 
 
+class AgglomerateParticles(_Group):
+    """``kind = "agglomerate"``: a dense random packing of spheres in a sphere, cylinder or
+    box (:func:`granular.particles.packing.dense_packing`), made here from ``count``,
+    ``shape``, ``size``, ``radius``, ``distribution`` and ``seed``, or read from a
+    ``specimen`` file (:meth:`~granular.particles.packing.Specimen.save`; a relative path
+    is taken from the scene file's folder), its container's centre at ``center``. Bond its grains with
+    ``[[bonds]] kind = "touching"``. A packing made here is made on the run's backend (on
+    a GPU, on the device: the same to round-off as the CPU's, not bit for bit; a specimen
+    file gives the same grains everywhere)."""
+
+    kind: Literal["agglomerate"]
+    specimen: Annotated[str, Field(min_length=1)] | None = None
+    count: Annotated[int, Field(ge=1)] | None = None
+    shape: Literal["sphere", "cylinder", "box"] = "sphere"
+    size: Annotated[list[Positive], Field(min_length=1, max_length=3)] | None = None
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = Field(
+        0.5, description="a number > 0 (one radius) or a list [low, high] of two numbers > 0 (radii drawn from "
+        "the distribution between them)")
+    distribution: Literal["uniform", "lognormal"] = "uniform"
+    seed: Annotated[int, Field(ge=0)] = 0
+    center: Vec3 = [0.0, 0.0, 0.0]
+
+    @model_validator(mode="after")
+    def _made_or_read(self):
+        made = {"count", "shape", "size", "radius", "distribution", "seed"} & self.model_fields_set
+        if (self.specimen is None) == (self.count is None):
+            raise ValueError("give either specimen (a file) or count (a packing made here)")
+        if self.specimen is not None and made:
+            raise ValueError(f"{sorted(made)} describe a packing made here; a specimen file has its own")
+        return self
+
+
 class ToriParticles(_Group):
     """``kind = "tori"``: ``count`` tori at random non-overlapping places and orientations."""
 
@@ -196,7 +295,7 @@ class ToriParticles(_Group):
 
 
 ParticleGroup = Annotated[
-    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles, ToriParticles],
+    Union[ExplicitParticles, LatticeParticles, TorusParticles, RandomParticles, ToriParticles, AgglomerateParticles],
     Field(discriminator="kind"),
 ]
 
@@ -217,7 +316,18 @@ class NeighborBonds(_Strict):
     groups: list[str] | None = None
 
 
-BondSet = Annotated[Union[ExplicitBonds, NeighborBonds], Field(discriminator="kind")]
+class TouchingBonds(_Strict):
+    """Bond every pair of particles whose centres are at most ``factor`` times the sum
+    of their radii apart (``factor`` >= 1; a little above 1 for a packing whose grains
+    touch within a tolerance)."""
+
+    kind: Literal["touching"]
+    factor: Annotated[float, Field(ge=1.0, le=2.0)] = 1.0
+    family: str
+    groups: list[str] | None = None
+
+
+BondSet = Annotated[Union[ExplicitBonds, NeighborBonds, TouchingBonds], Field(discriminator="kind")]
 
 
 class ContactsTable(_Strict):
@@ -272,6 +382,21 @@ class Scene(_Strict):
     contacts: ContactsTable | None = None
     walls: list[Wall] = []
     fields: FieldsTable = FieldsTable()
+    _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
+
+
+def touching_pairs(x, radius, members, factor) -> np.ndarray:
+    """Pairs ``i < j`` of ``members`` with ``|x_i - x_j| <= factor (r_i + r_j)``, sorted."""
+    xm, rm = x[members], radius[members]
+    if len(members) < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    cand = cKDTree(xm).query_pairs(2.0 * factor * rm.max(), output_type="ndarray")
+    if not len(cand):
+        return np.zeros((0, 2), dtype=np.int64)
+    d = np.linalg.norm(xm[cand[:, 0]] - xm[cand[:, 1]], axis=1)
+    keep = cand[d <= factor * (rm[cand[:, 0]] + rm[cand[:, 1]])]
+    pairs = np.sort(members[keep], axis=1)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -300,7 +425,9 @@ def load_scene(path) -> Scene:
         raise SceneError([("(file)", f"no such file: {path}")], str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SceneError([("(syntax)", f"not valid TOML: {exc}")], str(path)) from None
-    return parse_scene(data, str(path))
+    scene = parse_scene(data, str(path))
+    scene._folder = os.path.dirname(os.path.abspath(path))
+    return scene
 
 
 def _check_references(scene: Scene, source: str) -> None:
@@ -310,8 +437,9 @@ def _check_references(scene: Scene, source: str) -> None:
             errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
                            "contacts and walls, not both"))  # fmt: skip
         else:
-
             errors.extend(validate_bodies(scene.bodies))
+        if scene.run.fragments != "bonds":
+            errors.append(("run.fragments", "a [bodies] scene has no fragments; leave the key out"))
         if errors:
             raise SceneError(errors, source)
         return
@@ -322,12 +450,16 @@ def _check_references(scene: Scene, source: str) -> None:
     for k, g in enumerate(scene.particles):
         if g.name in dup:
             errors.append((f"particles[{k}].name", f"group name {g.name!r} is used twice"))
-        if isinstance(g, (TorusParticles, ToriParticles)) and g.bonds is not None and g.bonds not in scene.bond_families:
-            errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
+        if isinstance(g, (TorusParticles, ToriParticles)) and g.bonds is not None:
+            if g.bonds not in scene.bond_families:
+                errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
+            elif scene.bond_families[g.bonds].form != "paper":
+                errors.append((f"particles[{k}].bonds", f"bond family {g.bonds!r} is a parallel family; a torus takes "
+                               "paper 003's binder (form = \"paper\")"))  # fmt: skip
     for k, b in enumerate(scene.bonds):
         if b.family not in scene.bond_families:
             errors.append((f"bonds[{k}].family", f"no bond family {b.family!r}; defined: {sorted(scene.bond_families)}"))
-        if isinstance(b, NeighborBonds):
+        if isinstance(b, (NeighborBonds, TouchingBonds)):
             for gname in b.groups or []:
                 if gname not in names:
                     errors.append((f"bonds[{k}].groups", f"no particle group named {gname!r}; named groups: {names}"))
@@ -335,6 +467,11 @@ def _check_references(scene: Scene, source: str) -> None:
         if p.group not in names:
             errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
     errors.extend(contact_errors(scene))
+    if scene.run.fragments == "contacts" and scene.contacts is None and not scene.materials:
+        errors.append(("run.fragments", ('"contacts" joins touching particles through the neighbour list of the '
+                                          "particle contacts, and the scene has none: give a [contacts] table or "
+                                          '[materials] (a contact law), or count fragments by intact bonds '
+                                          '(fragments = "bonds", the default)')))  # fmt: skip
     total = sum(_group_count(g) for g in scene.particles)
     if total > MAX_PARTICLES:
         errors.append(("particles", f"the scene asks for {total} particles; at most {MAX_PARTICLES} are allowed"))
@@ -351,6 +488,8 @@ def _group_count(g) -> int:
         return g.n
     if isinstance(g, ToriParticles):
         return g.n * g.count
+    if isinstance(g, AgglomerateParticles) and g.specimen is not None:
+        return 0  # known once the file is read (the model is checked again then)
     return g.count
 
 
@@ -364,6 +503,38 @@ def _per_particle(path, value, n, errors):
         errors.append((path, f"has {len(value)} entries, expected one per particle ({n})"))
         return None
     return np.asarray(value, dtype=np.float64)
+
+
+def _specimen(g: AgglomerateParticles, path: str, folder, backend="cpu"):
+    """The packing of an agglomerate group, positions centred at ``g.center`` and spread
+    by ``1 + max_overlap``: a packing relaxed to within its overlap tolerance becomes one
+    whose grains touch within that tolerance but never overlap. A relative ``specimen``
+    path is taken from ``folder`` (the scene file's; else the working directory). A
+    packing made here is made on ``backend`` (the run's: on a GPU, on the device)."""
+    try:
+        if g.specimen is not None:
+            where = g.specimen
+            if folder is not None and not os.path.isabs(where):
+                where = os.path.join(folder, where)
+            spec = Specimen.load(where)
+        else:
+            radius = g.radius if isinstance(g.radius, float) else tuple(g.radius)
+            spec = _packing(g.count, g.shape, None if g.size is None else tuple(g.size), radius, g.distribution,
+                            g.seed, get_backend(backend).name)  # fmt: skip
+    except PackingError as exc:
+        field = "specimen" if g.specimen is not None else exc.field
+        raise SceneError([(f"{path}.{field}", str(exc))]) from None
+    # the container's centre at center
+    return spec.x * (1.0 + spec.max_overlap) + np.asarray(g.center), spec.radius.copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _packing(count, shape, size, radius, distribution, seed, backend):
+    """:func:`dense_packing` of an agglomerate group, kept for the next group or replica
+    that asks for the same one (a packing depends on its arguments only): the replicas of
+    an ensemble share one packing instead of making it once each."""
+    return dense_packing(count, shape, size=size, radius=radius, distribution=distribution, seed=seed,
+                         backend=backend)  # fmt: skip
 
 
 def _random_packing(g: RandomParticles, path: str):
@@ -381,7 +552,7 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     dtype = np.dtype(precision or scene.run.precision)
     _check_memory(scene, sum(_group_count(g) for g in scene.particles), _known_bonds(scene) + _lattice_bonds(scene),
                   be, dtype, source)  # fmt: skip
-    b, n_bonds = scene_builder(scene, source)
+    b, n_bonds = scene_builder(scene, source, be)
     _check_memory(scene, b.particle_count, n_bonds, be, dtype, source)
     try:
         model = b.finalize(be, dtype=dtype)
@@ -390,11 +561,12 @@ def build_model(scene: Scene, backend=None, source: str = "scene", precision=Non
     return model, scene.run
 
 
-def scene_builder(scene: Scene, source: str = "scene"):
+def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
     """A :class:`ModelBuilder` filled from ``scene`` (not finalised) and its number of
     bonds; :class:`SceneError` for problems only visible once particles exist (overlaps,
     bond distances). :func:`build_model` finalises it; an ensemble of particle scenes
-    joins one per replica (:meth:`ModelBuilder.replicas`)."""
+    joins one per replica (:meth:`ModelBuilder.replicas`). ``backend``: where packings
+    of agglomerate groups are made."""
     n_bonds = _known_bonds(scene)
     b = ModelBuilder()
     errors = []
@@ -456,6 +628,10 @@ def scene_builder(scene: Scene, source: str = "scene"):
                 ids = add_tori(b, g.count, g.box, g.seed, g.n, g.ring_diameter, velocity=g.velocity, omega=g.omega,
                                ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max,
                                bonded=g.bonds is not None, **common)  # fmt: skip
+            elif isinstance(g, AgglomerateParticles):
+                folder = scene._folder or (os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else None)
+                x, radii = _specimen(g, path, folder, backend)
+                ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
             else:
                 x, radii = _random_packing(g, path)
                 ids = b.add_particles(x, v=g.velocity, omega=g.omega, radius=radii, **common)
@@ -479,13 +655,19 @@ def scene_builder(scene: Scene, source: str = "scene"):
             pairs = np.asarray(bs.pairs, dtype=np.int64)
         else:
             members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
-            found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
-            pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
+            if isinstance(bs, TouchingBonds):
+                pairs = touching_pairs(x_all, r_all, members, bs.factor)
+                what = f"no two particles are within {bs.factor} times the sum of their radii"
+            else:
+                found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
+                pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
+                what = f"no pair of particles is within {bs.cutoff}"
             if not len(pairs):
-                errors.append((path + ".cutoff", f"no pair of particles is within {bs.cutoff}; no bonds were made"))
+                field = ".factor" if isinstance(bs, TouchingBonds) else ".cutoff"
+                errors.append((path + field, f"{what}; no bonds were made"))
                 continue
         try:
-            b.add_bonds(pairs, ka=f.ka, ks=f.ks, km=f.km, strain_max=f.strain_max, angle_max=f.angle_max)
+            f.add(b, pairs)
             n_bonds += 0 if isinstance(bs, ExplicitBonds) else len(pairs)
         except ValueError as exc:
             errors.append((path, str(exc)))

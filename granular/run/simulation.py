@@ -25,7 +25,7 @@ from ..io import load_checkpoint, save_checkpoint
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.integrators.engine import check_state
 from ..particles.stability import estimate_stable_step
-from ..particles.system import SMALL_SYSTEM, ParticleSystem, restore_state, state_arrays
+from ..particles.system import CONTACTS_NEEDED, SMALL_SYSTEM, ParticleSystem, restore_state, state_arrays
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
 from .folder import clear, plan_out_dir, resume_dir_problem, resume_out_dir
 from .progress import Progress
@@ -60,7 +60,7 @@ def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=
 #: ``steps`` are what :meth:`Simulation.run` does without arguments; ``backend`` and
 #: ``precision`` are the model's).
 SIMULATION_KEYS = ("integrator", "dt", "output_every", "series_every", "checkpoint_every", "allow_unstable_step",
-                   "energy_tolerance", "graphs")  # fmt: skip
+                   "energy_tolerance", "graphs", "fragments")  # fmt: skip
 
 
 def _run_table(run, given) -> tuple[RunTable, bool]:
@@ -118,6 +118,12 @@ class Simulation:
     output_every, series_every, checkpoint_every : float, optional
         Time between frames, series rows and checkpoints [T]. Default: a frame at the
         start and end of each :meth:`run`, rows with the frames, a checkpoint at the end.
+    fragments : {"bonds", "contacts"}, optional
+        What joins particles into the fragments of ``series.csv`` (``fragments``,
+        ``largest_fragment``), the frames' ``fragment`` point data and ``fragments.csv``
+        (written where bonds can break): intact bonds (default), or touching contacts
+        too (the model needs particle contacts: ``ValueError`` otherwise).
+        :func:`granular.particles.fragments.fragments` says more.
     overwrite, resume : bool
         Replace a run in ``out``; write on into it (the state should be the one of its
         checkpoint: :meth:`resume`).
@@ -142,12 +148,14 @@ class Simulation:
     def __init__(self, model, state, out, run=None, *, dt=None, integrator=None, output_every=None,
                  series_every=None, checkpoint_every=None, energy_tolerance=None, allow_unstable_step=None,
                  graphs=None, overwrite=False, resume=False, quiet=True, log_json=False, scene=None,
-                 stable_step=None):  # fmt: skip
+                 stable_step=None, fragments=None):  # fmt: skip
         given = dict(dt=dt, integrator=integrator, output_every=output_every, series_every=series_every,
                      checkpoint_every=checkpoint_every, energy_tolerance=energy_tolerance,
-                     allow_unstable_step=allow_unstable_step, graphs=graphs)  # fmt: skip
+                     allow_unstable_step=allow_unstable_step, graphs=graphs, fragments=fragments)  # fmt: skip
         self.run_table, self._length_given = _run_table(run, given)
         check_state(model, state)
+        if self.run_table.fragments == "contacts" and model.force("contacts") is None:
+            raise ValueError(CONTACTS_NEEDED)
         if overwrite and resume:
             raise ValueError("overwrite and resume: give one of them (resume writes on into the run in out, "
                              "overwrite replaces it)")  # fmt: skip
@@ -275,7 +283,7 @@ class Simulation:
             clear(self._to_clear)
             self._to_clear = []
         system = ParticleSystem(self.model, state, self.integrator, self.energy_tolerance, health_start,
-                                self.stable_step)  # fmt: skip
+                                self.stable_step, fragments=self.run_table.fragments)  # fmt: skip
         writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict)
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
         self._written = True

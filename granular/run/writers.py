@@ -11,6 +11,8 @@ The folder is a stable contract (``docs/scenes.md``, "Output directory"):
     the latest checkpoint (:class:`Checkpoints`), written atomically after the frames and
     rows it follows are on disk, and once more at the end (the last good state), from
     which ``--resume`` continues bit-for-bit on the same backend;
+``fragments.csv``
+    with bonds that can break, the fragments of the last state (:class:`Record`);
 ``run.json``, ``plots/*.png``
     what the run was and how it went, and the series plotted (:class:`Record`), at the end;
     standard JSON (:mod:`granular.io.jsonio`: an infinite ``strain_max`` is ``"Infinity"``).
@@ -138,7 +140,8 @@ class Checkpoints:
 
 
 class Record:
-    """``run.json`` and ``plots/*.png`` at the end; the start and end events. ``info``:
+    """``run.json``, ``plots/*.png`` and the system's final files (``fragments.csv``) at
+    the end; the start and end events. ``info``:
     what ``run.json`` holds, once written."""
 
     def __init__(self, out_dir, scene=None):
@@ -163,6 +166,8 @@ class Record:
         info.update(s.health_info() if hasattr(s, "health_info") else {})
         info["error"] = None if runner.failure is None else str(runner.failure)
         self.info = info
+        if hasattr(s, "write_final"):
+            s.write_final(self.out_dir)
         atomic_write_bytes(os.path.join(self.out_dir, "run.json"), dumps(info, indent=2).encode())
         data = read_series(os.path.join(self.out_dir, "series.csv"))
         if hasattr(s, "plot_columns"):

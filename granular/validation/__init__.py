@@ -15,6 +15,7 @@ STUDIES = {
     "rollingball": "granular.validation.rollingball",
     "contacts": "granular.validation.contacts",
     "pile": "granular.validation.pile",
+    "agglomerate": "granular.validation.agglomerate",
 }
 
 

@@ -21,6 +21,12 @@ Energies (per bond, canonical orientation; see :mod:`kernels.laws`,
   printed (53)-(55) are garbled and not invariant under rigid rotations; this is the
   reading ``docs/physics.md`` explains, and it conserves linear and angular momentum.
 
+Parallel bonds (:meth:`~granular.particles.builder.ModelBuilder.add_parallel_bonds`):
+stiffnesses ``k_n``, ``k_s``, ``k_b``, ``k_t`` of a binder cylinder of given moduli and
+radius, the energy of :func:`kernels.laws.parallel_bond`, and breakage on the parallel
+bond's stresses (Potyondy & Cundall) or LAMMPS ``bond bpm/rotational``'s combined
+force-moment criterion; ``docs/physics.md``, "Parallel bonds".
+
 Breakage: a bond breaks for good when ``|r/r0 - 1| > strain_max`` or ``|θ| > angle_max``
 (per bond; infinite by default, i.e. no breakage as in the paper). It is checked at
 every force evaluation of a step, before the forces, so a broken bond never acts again;
@@ -47,7 +53,8 @@ class Bonds:
     family = FAMILY_BONDS
     energy_keys = ("U_m", "U_a", "U_s")
 
-    def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max, dtype=np.float64):
+    def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max, dtype=np.float64,
+                 form=None, kt=None, crit=None, radius=None):  # fmt: skip
         xp = backend.xp
         dtype = np.dtype(dtype)
         a = np.asarray(a, dtype=np.int64)
@@ -81,7 +88,21 @@ class Bonds:
         self.ka, self.ks, self.km = (xp.asarray(np.asarray(k), dtype=dtype) for k in (ka, ks, km))
         strain_max = np.asarray(strain_max, dtype=np.float64)
         angle_max = np.asarray(angle_max, dtype=np.float64)
-        self.can_break = bool(np.isfinite(strain_max).any() or np.isfinite(angle_max).any())
+        form = np.zeros(len(a), dtype=np.int8) if form is None else np.asarray(form, dtype=np.int8)
+        parallel = bool((form != 0).any())
+        crit = np.zeros((len(a), 4)) if crit is None else np.asarray(crit, dtype=np.float64).reshape(len(a), 4)
+        self.can_break = bool(np.isfinite(strain_max).any() or np.isfinite(angle_max).any()
+                              or (crit[form != 0] > 0).any())  # fmt: skip
+        self.parallel = parallel
+        if parallel:  # the arms from each centre to the middle section, in proportion to the radii
+            ra, rb = radius[a], radius[b]
+            arm = np.stack([r0 * ra / (ra + rb), r0 * rb / (ra + rb)], axis=1)
+            kt = np.zeros(len(a)) if kt is None else np.asarray(kt, dtype=np.float64)
+        else:
+            form, kt, arm, crit = np.zeros(0, np.int8), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 4))
+        self.host.update(form=form, kt=kt, arm=arm, crit=crit)
+        self.form = xp.asarray(form)
+        self.kt, self.arm, self.crit = (xp.asarray(v, dtype=dtype) for v in (kt, arm, crit))
         self.strain_max, self.angle_max = xp.asarray(strain_max, dtype=dtype), xp.asarray(angle_max, dtype=dtype)
         self.skip_contacts = False  # set by the contact family (bonded pairs left out)
         self._measures = xp.zeros((len(a), len(MEASURES)), dtype=dtype)
@@ -96,7 +117,8 @@ class Bonds:
         return BondArgs(
             dev(self.offsets), dev(self.incident), dev(self.a), dev(self.b), dev(self.rest_length), dev(self.n0a),
             dev(self.n0b), dev(self.qref), dev(self.ka), dev(self.ks), dev(self.km), dev(self.strain_max),
-            dev(self.angle_max), self.can_break, self.skip_contacts, dev(self._terms),
+            dev(self.angle_max), self.can_break, self.skip_contacts, dev(self._terms), dev(self.form), dev(self.kt),
+            dev(self.arm), dev(self.crit),
         )  # fmt: skip
 
     def accumulate(self, model, cfg) -> None:
@@ -121,6 +143,7 @@ def empty_bond_args(backend, n_particles, dtype) -> BondArgs:
     z = dev(xp.zeros(0, dtype=dtype))
     zi = dev(xp.zeros(0, dtype=np.int64))
     z3 = dev(xp.zeros((0, 3), dtype=dtype))
-    return BondArgs(dev(xp.zeros(n_particles + 1, dtype=np.int64)), zi, zi, zi, z, z3, z3,
-                    dev(xp.zeros((0, 4), dtype=dtype)), z, z, z, z, z, False, False,
-                    dev(xp.zeros((0, 9), dtype=dtype)))  # fmt: skip
+    z4 = dev(xp.zeros((0, 4), dtype=dtype))
+    return BondArgs(dev(xp.zeros(n_particles + 1, dtype=np.int64)), zi, zi, zi, z, z3, z3, z4, z, z, z, z, z, False,
+                    False, dev(xp.zeros((0, 9), dtype=dtype)), dev(xp.zeros(0, dtype=np.int8)), z,
+                    dev(xp.zeros((0, 2), dtype=dtype)), z4)  # fmt: skip
