@@ -190,6 +190,8 @@ def _compile(law):
     _diagnostics_body = _I.diagnostics_body
     _bond_measures_body = _I.bond_measures_body
     _build_body = _G.build_body
+    _sorted_body = _G.sorted_body
+    _sort_cells = _G.sort_cells
     _keep_body = _G.keep_body
     _report_values = _P.report_values
     _bucket_of = _G.bucket_of
@@ -269,8 +271,12 @@ def _compile(law):
 
     @kernel
     def _build_range(lo, hi, x, radius, contacts, grid):
-        for i in range(lo, hi):
-            _build_body(i, x, radius, contacts, grid)
+        if grid.cells.shape[0] > 3 and grid.cells[3] != 0:  # the sorted cell list (sort_cells)
+            for i in range(lo, hi):
+                _sorted_body(i, x, radius, contacts, grid)
+        else:
+            for i in range(lo, hi):
+                _build_body(i, x, radius, contacts, grid)
 
 
     # ----------------------------------------------------- whole steps, one call per block
@@ -469,7 +475,11 @@ def _compile(law):
 
     @kernel
     def _bin(x, grid, report):
-        """Bin the particles; False when a bucket overflowed (the caller regrows)."""
+        """Bin the particles: into the sorted cell list where it applies (it cannot
+        overflow), else into the hash grid; False when a bucket overflowed (the caller
+        regrows)."""
+        if grid.cells.shape[0] > 3 and _sort_cells(x, grid):
+            return True
         most = _grid_bin(x, grid)
         report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
         return most <= grid.members.shape[1]

@@ -23,11 +23,20 @@ and each new row takes the springs of the partners it shares with its old row
 (:func:`carry_springs`, a merge of two sorted rows), on the device, in the same launch
 as the row itself.
 
+On the CPU a single system (no replicas) is searched through a sorted cell list instead:
+the particles' bounding box is cut into a dense grid of cells at least one cutoff wide
+(wider where the box would need more cells than the arrays hold), the particles are
+counting-sorted by cell (stable, so by index within a cell) with a copy of their
+positions in that order (``Grid.order``, ``start``, ``xs``), and a row scans the nine
+runs of three consecutive cells around its own: contiguous memory, no hash collisions to
+test. The rows are the same sets in the same order as the hash grid's.
+
 Cell coordinates are clamped to ±1e12 cells (a blown-up or non-finite position lands in
 an edge cell, where the distance test still decides), so the integer arithmetic cannot
 overflow.
 """
 
+import math
 from types import SimpleNamespace
 
 from . import laws
@@ -143,5 +152,137 @@ def build(jit, history=0):
             carry_springs(i, contacts)
         return n
 
+    @jit
+    def sorted_cell(T, v, lo, inv, cells):
+        """Cell coordinate of one position component in the sorted cell list, clamped to
+        ``[0, cells)`` (a NaN or infinity goes to an edge cell, where the distance test
+        still decides)."""
+        c = (v - lo) * inv
+        if not (c > T(0.0)):
+            return 0
+        if c >= T(cells - 1):
+            return cells - 1
+        return int(c)
+
+    @jit
+    def cells_across(T, extent):
+        """Cells of the sorted list along an axis ``extent`` cells long (at most 2^20:
+        the float is compared before it becomes an integer, so it cannot overflow)."""
+        if not (extent < T(1048575.0)):
+            return 1 << 20
+        return int(extent) + 1
+
+    @jit
+    def sort_cells(x, grid):
+        """Bin every particle into the sorted cell list (serial, deterministic): the
+        bounding box of the finite coordinates, cells at least ``1 / inv_cell`` wide (and
+        wider while the grid would have more cells than ``start`` holds), then a stable
+        counting sort by cell. Afterwards the particles of cell ``c`` are
+        ``order[start[c]:start[c + 1]]``, their positions ``xs`` in the same rows.
+        Returns False where the list cannot be used (replicas, or no arrays): the hash
+        grid serves then."""
+        n = x.shape[0]
+        cap = grid.start.shape[0] - 2
+        if cap < 1 or grid.replica.shape[0] > 0 or grid.order.shape[0] < n:
+            grid.cells[3] = 0
+            return False
+        T = x.dtype.type
+        lo0 = lo1 = lo2 = T(0.0)
+        hi0 = hi1 = hi2 = T(0.0)
+        seen = False
+        for i in range(n):
+            a, b, c = x[i, 0], x[i, 1], x[i, 2]
+            if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+                continue
+            if not seen:
+                lo0, lo1, lo2, hi0, hi1, hi2 = a, b, c, a, b, c
+                seen = True
+            else:
+                lo0, hi0 = min(lo0, a), max(hi0, a)
+                lo1, hi1 = min(lo1, b), max(hi1, b)
+                lo2, hi2 = min(lo2, c), max(hi2, c)
+        # a hair wider than the cutoff: a pair just inside it is never two cells apart by rounding
+        width = (T(1.0) / grid.inv_cell) * T(1.000001)
+        while True:
+            inv = T(1.0) / width
+            nx = cells_across(T, (hi0 - lo0) * inv)
+            ny = cells_across(T, (hi1 - lo1) * inv)
+            nz = cells_across(T, (hi2 - lo2) * inv)
+            if nx * ny * nz <= cap or not (width < T(1.0e300)):
+                break
+            width = width * T(1.25)
+        if nx * ny * nz > cap:  # extents near the largest float: one cell
+            nx = ny = nz = 1
+        ncell = nx * ny * nz
+        grid.cells[0], grid.cells[1], grid.cells[2], grid.cells[3] = nx, ny, nz, 1
+        grid.box[0], grid.box[1], grid.box[2], grid.box[3] = lo0, lo1, lo2, inv
+        start = grid.start
+        for c in range(ncell + 2):
+            start[c] = 0
+        for i in range(n):
+            c = (sorted_cell(T, x[i, 2], lo2, inv, nz) * ny + sorted_cell(T, x[i, 1], lo1, inv, ny)) * nx \
+                + sorted_cell(T, x[i, 0], lo0, inv, nx)
+            start[c + 2] += 1
+        for c in range(2, ncell + 2):
+            start[c] += start[c - 1]
+        # start[c + 1] is now the beginning of cell c; placing in increasing index moves it
+        # to the cell's end, which leaves cell c at start[c]:start[c + 1], in index order
+        for i in range(n):
+            c = (sorted_cell(T, x[i, 2], lo2, inv, nz) * ny + sorted_cell(T, x[i, 1], lo1, inv, ny)) * nx \
+                + sorted_cell(T, x[i, 0], lo0, inv, nx)
+            k = start[c + 1]
+            start[c + 1] = k + 1
+            grid.order[k] = i
+            grid.xs[k, 0] = x[i, 0]
+            grid.xs[k, 1] = x[i, 1]
+            grid.xs[k, 2] = x[i, 2]
+        return True
+
+    @jit
+    def sorted_body(i, x, radius, contacts, grid):
+        """Row ``i`` of the Verlet list from the sorted cell list (:func:`sort_cells`):
+        what :func:`build_body` gives, the nine runs of three cells around ``i``'s own
+        scanned in place of 27 hash buckets. Returns ``count[i]``."""
+        T = x.dtype.type
+        nbr = contacts.nbr
+        cap = nbr.shape[1]
+        skin = contacts.skin
+        nx, ny, nz = grid.cells[0], grid.cells[1], grid.cells[2]
+        inv = grid.box[3]
+        xi, yi, zi = x[i, 0], x[i, 1], x[i, 2]
+        cx = sorted_cell(T, xi, grid.box[0], inv, nx)
+        cy = sorted_cell(T, yi, grid.box[1], inv, ny)
+        cz = sorted_cell(T, zi, grid.box[2], inv, nz)
+        ri = radius[i]
+        x0 = max(cx - 1, 0)
+        x1 = min(cx + 1, nx - 1)
+        order, start, xs = grid.order, grid.start, grid.xs
+        n = 0
+        for z in range(max(cz - 1, 0), min(cz + 2, nz)):
+            for y in range(max(cy - 1, 0), min(cy + 2, ny)):
+                row = (z * ny + y) * nx
+                for k in range(start[row + x0], start[row + x1 + 1]):
+                    j = order[k]
+                    if j == i:
+                        continue
+                    d1 = xi - xs[k, 0]
+                    d2 = yi - xs[k, 1]
+                    d3 = zi - xs[k, 2]
+                    cut = ri + radius[j] + skin  # the hash grid's sum, in its order
+                    if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
+                        if n < cap:
+                            slot = n
+                            while slot > 0 and nbr[i, slot - 1] > j:
+                                nbr[i, slot] = nbr[i, slot - 1]
+                                slot -= 1
+                            nbr[i, slot] = j
+                        n += 1
+        contacts.count[i] = n
+        for c in range(3):
+            contacts.x_ref[i, c] = x[i, c]
+        if history > 0:
+            carry_springs(i, contacts)
+        return n
+
     return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,
-                           keep_body=keep_body)  # fmt: skip
+                           keep_body=keep_body, sort_cells=sort_cells, sorted_body=sorted_body)  # fmt: skip

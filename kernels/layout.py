@@ -110,7 +110,10 @@ Contacts = namedtuple(
     "Contacts",
     "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old res got acc",
 )
-Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica")
+#: The neighbour search's grids: the hash grid (``inv_cell mask bucket_count members``, the
+#: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells
+#: box``: :func:`kernels.grid.build` ``sort_cells``; empty arrays where it is not used).
+Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica order start xs cells box")
 Walls = namedtuple("Walls", "planes mat first replica")
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical replica")
 Flags = namedtuple("Flags", "status report")

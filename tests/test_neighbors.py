@@ -145,3 +145,32 @@ def test_a_non_finite_position_stops_the_step_naming_the_particle():
     with pytest.raises(gr.NonFiniteError, match="particle 2"):
         gr.ExplicitIntegrator().advance(m, s, 1e-3, 10)
     np.testing.assert_array_equal(s.x, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_cpu_sorted_cell_list_gives_the_hash_grids_rows(dtype):
+    """On the CPU a single system is searched through a sorted cell list, a model of
+    replicas through the hash grid: the same rows, entry for entry, for a lattice whose
+    particles sit on cell faces, a random cloud, and a cloud with a few particles far away
+    (the cells then widen to stay within the arrays)."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(11)
+    g = np.arange(6.0)
+    lattice = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)
+    cloud = rng.uniform(0, 9, (700, 3))
+    far = np.concatenate([rng.uniform(0, 5, (300, 3)), rng.uniform(-1e7, 1e7, (5, 3))])
+    for x in (lattice, cloud, far):
+        x = x.astype(dtype)
+        r = rng.uniform(0.3, 0.55, len(x)).astype(dtype)
+        alone = NeighborList(be, r, 0.1, capacity=8)
+        alone.build(x)
+        assert alone.cells[3] == 1  # the sorted list was used
+        hashed = NeighborList(be, r, 0.1, capacity=8, replica=np.zeros(len(x), np.int32))
+        hashed.build(x)
+        assert hashed.cells[3] == 0
+        assert alone.capacity == hashed.capacity and alone.count.sum() > len(x) // 2
+        np.testing.assert_array_equal(alone.count, hashed.count)
+        used = np.arange(alone.capacity)[None, :] < alone.count[:, None]
+        np.testing.assert_array_equal(np.where(used, alone.nbr, -1), np.where(used, hashed.nbr, -1))
+        if dtype == np.float64:
+            np.testing.assert_array_equal(alone.pairs(), brute_pairs(x, r, 0.1))

@@ -97,6 +97,15 @@ class NeighborList:
         self.count = xp.zeros(self.n, dtype=np.int32)
         self.x_ref = xp.zeros((self.n, 3), dtype=self.dtype)
         self.bucket_count = xp.zeros(self.buckets, dtype=np.int32)
+        # the CPU's sorted cell list (kernels.grid, sort_cells) for a single system: up to
+        # 2 N + 64 cells; the GPU and a model of replicas use the hash grid alone
+        sorted_list = backend.name == "cpu" and self.replica_host is None
+        cells = 2 * self.n + 64 if sorted_list else 0
+        self.order = xp.zeros(self.n if sorted_list else 0, dtype=np.int32)
+        self.start = xp.zeros(cells + 2 if sorted_list else 0, dtype=np.int32)
+        self.xs = xp.zeros((self.n if sorted_list else 0, 3), dtype=self.dtype)
+        self.cells = xp.zeros(4, dtype=np.int64)
+        self.box = xp.zeros(4, dtype=self.dtype)
         self._report = xp.zeros(REPORT_SIZE, dtype=np.float64)
         self.builds = 0
         self.regrows = 0
@@ -164,7 +173,8 @@ class NeighborList:
                                 dev(self.live), dev(self.nbr_old), dev(self.count_old), dev(self.hist_old),
                                 dev(self.res), dev(self.got), dev(self.acc))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
-                        dev(self.replica))  # fmt: skip
+                        dev(self.replica), dev(self.order), dev(self.start), dev(self.xs), dev(self.cells),
+                        dev(self.box))  # fmt: skip
             self._bundles = (contacts, grid)
         return self._bundles
 
