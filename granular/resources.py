@@ -61,7 +61,9 @@ def bytes_per_item(dtype) -> dict:
     rebuild's old copy, the block loop's saved copy), their flags and the old and saved
     neighbour ids (3 and 8 bytes). On the CPU, with any contact law and a neighbour list,
     the direct pass's running sums per particle (12 floats) and a result slot per listed
-    slot (8 floats and a flag, written for the pairs that cross a chunk).
+    slot (8 floats and a flag, written for the pairs that cross a chunk), and the sorted
+    cell list of the neighbour search (per particle its place in the order, a copy of its
+    position and about two cell starts: 3 floats and 12 bytes).
     """
     f = np.dtype(dtype).itemsize
     return {
@@ -73,7 +75,7 @@ def bytes_per_item(dtype) -> dict:
         "particle_history": 20 * f,
         "slot_history": 3 * 8 * f + 3 + 8,
         "slot_pair_pass": 8 * f + 1,
-        "particle_direct": 12 * f,
+        "particle_direct": 15 * f + 12,
     }
 
 

@@ -265,7 +265,7 @@ class NeighborList:
         new.__dict__.update(self.__dict__)
         xp = self.backend.xp
         for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "got",
-                  "_report"):  # fmt: skip
+                  "_report", "order", "start", "xs", "cells", "box"):  # fmt: skip
             setattr(new, k, getattr(self, k).copy())
         for k in ("hist", "hist_old", "res", "acc"):  # aligned as _allocate makes them
             a = getattr(self, k)
@@ -324,7 +324,8 @@ class NeighborList:
     @property
     def bytes(self) -> int:
         arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
-                  self.count_old, self.hist_old, self.res, self.got, self.acc)  # fmt: skip
+                  self.count_old, self.hist_old, self.res, self.got, self.acc, self.order, self.start, self.xs,
+                  self.cells, self.box)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
 
