@@ -98,6 +98,29 @@ def build(jit, history=0):
                 contacts.live[i, p] = 0
 
     @jit
+    def insert(i, j, n, nbr):
+        """Put ``j`` into row ``i``, which holds ``n`` partners, keeping it sorted by index
+        (stored while the row has room; the count goes on past it). Returns ``n + 1``."""
+        if n < nbr.shape[1]:
+            slot = n
+            while slot > 0 and nbr[i, slot - 1] > j:
+                nbr[i, slot] = nbr[i, slot - 1]
+                slot -= 1
+            nbr[i, slot] = j
+        return n + 1
+
+    @jit
+    def finish_row(i, n, x, contacts):
+        """Row ``i`` is built with ``n`` partners: its count, its reference position and
+        (with history) its springs carried from the row before. Returns ``n``."""
+        contacts.count[i] = n
+        for c in range(3):
+            contacts.x_ref[i, c] = x[i, c]
+        if history > 0:
+            carry_springs(i, contacts)
+        return n
+
+    @jit
     def build_body(i, x, radius, contacts, grid):
         """Row ``i`` of the Verlet list: every ``j != i`` with ``|x_i - x_j| < r_i + r_j +
         skin``, sorted by index, at most ``nbr.shape[1]`` stored and the true number in
@@ -105,7 +128,6 @@ def build(jit, history=0):
         T = x.dtype.type
         inv = grid.inv_cell
         nbr = contacts.nbr
-        cap = nbr.shape[1]
         members = grid.members
         depth = members.shape[1]
         skin = contacts.skin
@@ -138,19 +160,8 @@ def build(jit, history=0):
                         d3 = x[i, 2] - x[j, 2]
                         cut = radius[i] + radius[j] + skin
                         if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
-                            if n < cap:
-                                slot = n
-                                while slot > 0 and nbr[i, slot - 1] > j:
-                                    nbr[i, slot] = nbr[i, slot - 1]
-                                    slot -= 1
-                                nbr[i, slot] = j
-                            n += 1
-        contacts.count[i] = n
-        for c in range(3):
-            contacts.x_ref[i, c] = x[i, c]
-        if history > 0:
-            carry_springs(i, contacts)
-        return n
+                            n = insert(i, j, n, nbr)
+        return finish_row(i, n, x, contacts)
 
     @jit
     def sorted_cell(T, v, lo, inv, cells):
@@ -245,7 +256,6 @@ def build(jit, history=0):
         scanned in place of 27 hash buckets. Returns ``count[i]``."""
         T = x.dtype.type
         nbr = contacts.nbr
-        cap = nbr.shape[1]
         skin = contacts.skin
         nx, ny, nz = grid.cells[0], grid.cells[1], grid.cells[2]
         inv = grid.box[3]
@@ -270,19 +280,8 @@ def build(jit, history=0):
                     d3 = zi - xs[k, 2]
                     cut = ri + radius[j] + skin  # the hash grid's sum, in its order
                     if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
-                        if n < cap:
-                            slot = n
-                            while slot > 0 and nbr[i, slot - 1] > j:
-                                nbr[i, slot] = nbr[i, slot - 1]
-                                slot -= 1
-                            nbr[i, slot] = j
-                        n += 1
-        contacts.count[i] = n
-        for c in range(3):
-            contacts.x_ref[i, c] = x[i, c]
-        if history > 0:
-            carry_springs(i, contacts)
-        return n
+                        n = insert(i, j, n, nbr)
+        return finish_row(i, n, x, contacts)
 
     return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,
                            keep_body=keep_body, sort_cells=sort_cells, sorted_body=sorted_body)  # fmt: skip
