@@ -59,7 +59,7 @@ def bytes_per_item(dtype) -> dict:
     (``vp``, ``wp``: 12 floats) and the dissipated-energy ledger with its saved copy (8
     floats), and per listed slot the springs (8 floats) three times (the list's, the
     rebuild's old copy, the block loop's saved copy), their flags and the old and saved
-    neighbour ids (3 and 8 bytes). On the CPU, with any contact law and a neighbour list,
+    neighbour ids (4 and 8 bytes). On the CPU, with any contact law and a neighbour list,
     the direct pass's running sums per particle (12 floats) and a result slot per listed
     slot (8 floats and a flag, written for the pairs that cross a chunk), and the sorted
     cell list of the neighbour search (per particle its place in the order, a copy of its
@@ -73,7 +73,7 @@ def bytes_per_item(dtype) -> dict:
         "bond_host": 130,
         "slot_device": 4,
         "particle_history": 20 * f,
-        "slot_history": 3 * 8 * f + 3 + 8,
+        "slot_history": 3 * 8 * f + 4 + 8,
         "slot_pair_pass": 8 * f + 1,
         "particle_direct": 15 * f + 12,
     }

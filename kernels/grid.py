@@ -64,22 +64,30 @@ def build(jit, history=0):
 
     @jit
     def keep_body(i, contacts):
-        """Before a build: copy row ``i`` of the list and its springs to the ``_old``
-        arrays (the listed slots only)."""
+        """Before a build: copy row ``i`` of the list, its held flags and the springs of
+        its held slots to the ``_old`` arrays (the listed slots only). A slot not held has
+        no springs (all zero: a contact that opens releases them, a build clears the slots
+        it does not carry), so only the held ones are copied: in a loose packing most
+        listed pairs do not touch, and each slot's springs are a cache line."""
         k = min(contacts.count[i], contacts.nbr.shape[1])
         contacts.count_old[i] = contacts.count[i]
         for p in range(k):
             contacts.nbr_old[i, p] = contacts.nbr[i, p]
-            for c in range(contacts.hist.shape[2]):
-                contacts.hist_old[i, p, c] = contacts.hist[i, p, c]
+            held = contacts.live[i, p]
+            contacts.live_old[i, p] = held
+            if held != 0:
+                for c in range(contacts.hist.shape[2]):
+                    contacts.hist_old[i, p, c] = contacts.hist[i, p, c]
 
     @jit
     def carry_springs(i, contacts):
-        """After a build: the springs of row ``i``'s pairs that were listed before the
-        build (a merge of the two sorted rows), zero for new pairs; so a contact that
-        persists through a rebuild keeps its springs bit for bit."""
+        """After a build: the springs of row ``i``'s pairs that were held before the
+        build (a merge of the two sorted rows), zero for the others; so a contact that
+        persists through a rebuild keeps its springs bit for bit. Only slots that held
+        springs before the build are cleared (the others are zero already), the slots
+        past the new row's end included, so every slot not held stays zero."""
         T = contacts.hist.dtype.type
-        nbr, old = contacts.nbr, contacts.nbr_old
+        nbr, old, live_old = contacts.nbr, contacts.nbr_old, contacts.live_old
         k_new = min(contacts.count[i], nbr.shape[1])
         k_old = min(contacts.count_old[i], old.shape[1])
         width = contacts.hist.shape[2]
@@ -88,11 +96,17 @@ def build(jit, history=0):
             j = nbr[i, p]
             while q < k_old and old[i, q] < j:
                 q += 1
-            if q < k_old and old[i, q] == j:
+            if q < k_old and old[i, q] == j and live_old[i, q] != 0:
                 for c in range(width):
                     contacts.hist[i, p, c] = contacts.hist_old[i, q, c]
                 contacts.live[i, p] = 1 if contacts.hist_old[i, q, width - 1] != T(0.0) else 0
             else:
+                if p < k_old and live_old[i, p] != 0:
+                    for c in range(width):
+                        contacts.hist[i, p, c] = T(0.0)
+                contacts.live[i, p] = 0
+        for p in range(k_new, k_old):
+            if live_old[i, p] != 0:
                 for c in range(width):
                     contacts.hist[i, p, c] = T(0.0)
                 contacts.live[i, p] = 0

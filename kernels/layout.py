@@ -60,8 +60,9 @@ precision. Units are consistent units of length, time and mass.
     ``_PREDICTED``); ``mat`` (N,) int32 each particle's material; ``pair`` (rows,
     columns) the law's parameters per pair of materials (row
     :func:`kernels.contacts.build` ``pair_row``); ``nmat`` the materials of one system;
-    ``hist``, ``live`` as in ``Dynamics``; ``nbr_old``, ``count_old``, ``hist_old`` the
-    rows and history before a rebuild (carried into the new rows); ``res`` (N, capacity,
+    ``hist``, ``live`` as in ``Dynamics``; ``nbr_old``, ``count_old``, ``hist_old``,
+    ``live_old`` the rows, history (of the held slots only) and held flags before a
+    rebuild (carried into the new rows); ``res`` (N, capacity,
     8) and ``got`` (N, capacity) uint8, the slots of the per-pair passes, or (0, 1, 8) and
     (0, 1) where each end evaluates its pairs itself; ``acc`` (N, 12) the CPU's direct
     pass's running sums of each particle's contact force and moment (with their
@@ -108,7 +109,7 @@ Bonds = namedtuple(
 )
 Contacts = namedtuple(
     "Contacts",
-    "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old res got acc",
+    "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old live_old res got acc",
 )
 #: The neighbour search's grids: the hash grid (``inv_cell mask bucket_count members``, the
 #: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells

@@ -214,6 +214,36 @@ def test_pair_springs_agree_at_both_ends_and_survive_a_rebuild():
     np.testing.assert_array_equal(s2, springs)
 
 
+def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
+    """A rebuild copies aside and carries only the held slots' springs (``kernels/grid.py``,
+    ``keep_body``): that is exact because every slot not held, listed or past its row's
+    end, holds zero springs. Checked over the whole arrays of a frictional block that hit
+    a wall (contacts made, opened and rebuilt many times), then after a regrow."""
+    from granular.particles.shapes import block_impact_builder
+
+    model = block_impact_builder(8, gap=0.05, friction=True, bonded=False).finalize("cpu")
+    s = model.state()
+    gr.ExplicitIntegrator("verlet").advance(model, s, 1e-3, 400)
+    nl = s.neighbors
+    assert nl.builds >= 3
+
+    def check():
+        hist, live, count = nl.hist, nl.live, np.minimum(nl.count, nl.capacity)
+        listed = np.arange(nl.capacity)[None, :] < count[:, None]
+        assert live.any() and (live[listed] != 0).sum() < listed.sum()  # held and free slots both
+        assert not hist[live == 0].any()
+        np.testing.assert_array_equal(live[listed] != 0, hist[listed][:, -1] != 0)
+
+    check()
+    pairs, springs = nl.springs()
+    nl.resize(nl.capacity + 5)
+    nl.build(s.x)
+    check()
+    p2, s2 = nl.springs()
+    np.testing.assert_array_equal(p2, pairs)
+    np.testing.assert_array_equal(s2, springs)
+
+
 def test_a_persisting_contact_keeps_its_spring_through_a_rebuild_in_a_run():
     """Two spheres roll over each other long enough for rebuilds to happen while they
     touch; the run with rebuilds equals one with a list that never needs them (a skin

@@ -131,6 +131,7 @@ class NeighborList:
         self.live = xp.zeros((rows, width), dtype=np.uint8)
         self.nbr_old = xp.zeros((rows, width), dtype=np.int32)
         self.hist_old = _aligned_zeros(xp, (rows, width, max(h, 1)), self.dtype)
+        self.live_old = xp.zeros((rows, width), dtype=np.uint8)
         # the slots of the per-pair passes: on the CPU for every law (kernels.cpu, the
         # direct pass: each pair evaluated once, slots only for pairs that cross a
         # chunk), on the GPU where the backend evaluates each pair once
@@ -142,11 +143,14 @@ class NeighborList:
         # the direct pass's running sums (force, moment, each with its compensation)
         self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, ACC_WIDTH), self.dtype)
         if carry is not None and h:
-            nbr, count, hist = carry
+            # the springs of the held slots (a slot not held has none; the build's copy
+            # of the rows keeps the held ones only)
+            nbr, count, hist, live = carry
             k = min(nbr.shape[1], self.capacity)
+            held = live[:, :k] != 0
             self.nbr[:, :k] = nbr[:, :k]
-            self.hist[:, :k] = hist[:, :k]
-            self.live[:, :k] = (hist[:, :k, h - 1] != 0).astype(np.uint8)
+            self.hist[:, :k] = xp.where(held[:, :, None], hist[:, :k], 0)
+            self.live[:, :k] = (held & (hist[:, :k, h - 1] != 0)).astype(np.uint8)
             self.count[...] = xp.minimum(count, k)
         self.generation += 1
         self._bundles = None
@@ -158,7 +162,7 @@ class NeighborList:
         built again."""
         if int(capacity) < 1 or (depth is not None and int(depth) < 1):
             raise ValueError(f"capacity and depth: must be >= 1, got {capacity!r} and {depth!r}")
-        carry = (self.nbr, self.count, self.hist) if self.history else None
+        carry = (self.nbr, self.count, self.hist, self.live) if self.history else None
         self._allocate(int(capacity), self.depth if depth is None else int(depth), carry)
 
     def bundles(self, mode=CONTACTS_LIST):
@@ -171,6 +175,7 @@ class NeighborList:
             contacts = Contacts(mode, dev(self.nbr), dev(self.count), dev(self.x_ref), self.dtype.type(self.skin),
                                 half * half, law["vel"], law["mat"], law["pair"], law["nmat"], dev(self.hist),
                                 dev(self.live), dev(self.nbr_old), dev(self.count_old), dev(self.hist_old),
+                                dev(self.live_old),
                                 dev(self.res), dev(self.got), dev(self.acc))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica), dev(self.order), dev(self.start), dev(self.xs), dev(self.cells),
@@ -191,7 +196,8 @@ class NeighborList:
         capacity = max(self.capacity, int(math.ceil(1.5 * rows)) + 1) if rows > self.capacity else self.capacity
         depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
         # the rows and springs as they were before the build that overflowed
-        self._allocate(capacity, depth, (self.nbr_old, self.count_old, self.hist_old) if self.history else None)
+        self._allocate(capacity, depth,
+                       (self.nbr_old, self.count_old, self.hist_old, self.live_old) if self.history else None)
         self.regrows += 1
         return True
 
@@ -264,7 +270,7 @@ class NeighborList:
         new = NeighborList.__new__(NeighborList)
         new.__dict__.update(self.__dict__)
         xp = self.backend.xp
-        for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "got",
+        for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "live_old", "got",
                   "_report", "order", "start", "xs", "cells", "box"):  # fmt: skip
             setattr(new, k, getattr(self, k).copy())
         for k in ("hist", "hist_old", "res", "acc"):  # aligned as _allocate makes them
@@ -324,7 +330,7 @@ class NeighborList:
     @property
     def bytes(self) -> int:
         arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
-                  self.count_old, self.hist_old, self.res, self.got, self.acc, self.order, self.start, self.xs,
+                  self.count_old, self.hist_old, self.live_old, self.res, self.got, self.acc, self.order, self.start, self.xs,
                   self.cells, self.box)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 

@@ -147,7 +147,7 @@ def _placeholder_args(backend, dummy, mode, T, law):
     res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
     acc = dev(xp.zeros((0, ACC_WIDTH), dtype=T))
     return (Contacts(mode, nbr, count, x_ref, T(0.0), T(0.0), law["vel"], law["mat"], law["pair"], law["nmat"], hist,
-                     live, nbr, count, hist, res, live, acc),
+                     live, nbr, count, hist, live, res, live, acc),
             Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32)),
                  dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros((0, 3), dtype=T)),
                  dev(xp.zeros(4, dtype=np.int64)), dev(xp.zeros(4, dtype=T))))  # fmt: skip
