@@ -220,6 +220,7 @@ def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
     end, holds zero springs. Checked over the whole arrays of a frictional block that hit
     a wall (contacts made, opened and rebuilt many times), then after a regrow."""
     from granular.particles.shapes import block_impact_builder
+    from kernels.layout import REPORT_NEIGHBORS, REPORT_SIZE
 
     model = block_impact_builder(8, gap=0.05, friction=True, bonded=False).finalize("cpu")
     s = model.state()
@@ -232,6 +233,7 @@ def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
         listed = np.arange(nl.capacity)[None, :] < count[:, None]
         assert live.any() and (live[listed] != 0).sum() < listed.sum()  # held and free slots both
         assert not hist[live == 0].any()
+        assert not live[~listed].any() and not hist[~listed].any()  # nothing past a row's end
         np.testing.assert_array_equal(live[listed] != 0, hist[listed][:, -1] != 0)
 
     check()
@@ -242,6 +244,19 @@ def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
     p2, s2 = nl.springs()
     np.testing.assert_array_equal(p2, pairs)
     np.testing.assert_array_equal(s2, springs)
+    # a build that outgrew the rows: regrown from the copy the build made of them, whose
+    # flags and springs past a row's end are left from older, longer rows (planted here)
+    short = int(np.argmin(nl.count_old))
+    assert nl.count_old[short] < nl.capacity
+    nl.live_old[short, nl.count_old[short]:] = 1
+    nl.hist_old[short, nl.count_old[short]:] = 0.5
+    report = np.zeros(REPORT_SIZE)
+    report[REPORT_NEIGHBORS] = nl.capacity + 1
+    assert nl.overflowed(report)
+    check()
+    p3, s3 = nl.springs()
+    np.testing.assert_array_equal(p3, pairs)
+    np.testing.assert_array_equal(s3, springs)
 
 
 def test_a_persisting_contact_keeps_its_spring_through_a_rebuild_in_a_run():

@@ -143,11 +143,12 @@ class NeighborList:
         # the direct pass's running sums (force, moment, each with its compensation)
         self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, ACC_WIDTH), self.dtype)
         if carry is not None and h:
-            # the springs of the held slots (a slot not held has none; the build's copy
-            # of the rows keeps the held ones only)
+            # the springs of the held slots of each row (a slot not held has none; the
+            # build's copy of the rows keeps the held ones only, and its flags past a
+            # row's end are left from older builds)
             nbr, count, hist, live = carry
             k = min(nbr.shape[1], self.capacity)
-            held = live[:, :k] != 0
+            held = (live[:, :k] != 0) & (xp.arange(k)[None, :] < count[:, None])
             self.nbr[:, :k] = nbr[:, :k]
             self.hist[:, :k] = xp.where(held[:, :, None], hist[:, :k], 0)
             self.live[:, :k] = (held & (hist[:, :k, h - 1] != 0)).astype(np.uint8)
