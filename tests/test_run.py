@@ -93,7 +93,7 @@ def test_killed_run_resumes_bit_for_bit(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "granular", "run", scene, "--out", str(out), "--quiet"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert wait_for(str(out / "checkpoints" / "checkpoint.npz"), proc)
-    time.sleep(0.3)
+    time.sleep(0.1)  # into the steps after the first checkpoint, well before the last (about 2 s on)
     proc.send_signal(sig)
     proc.wait(timeout=PATIENCE)
     if proc.returncode == 0:
@@ -101,6 +101,8 @@ def test_killed_run_resumes_bit_for_bit(tmp_path, sig):
     assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
     # the directory is readable as it is
     arrays, meta = final_state(str(out))
+    if meta["step"] == 16000:  # killed between its last checkpoint and its exit: nothing is left to resume
+        pytest.skip("the signal arrived after the run's last checkpoint")
     assert 0 < meta["step"] < 16000
     series = read_series(str(out / "series.csv"))
     assert len(series["time"]) >= 1
