@@ -20,7 +20,7 @@ from . import rotations
 from ._version import __version__
 from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
-from .particles.analysis import ContactList, contact_list, forces_by_family
+from .particles.analysis import ContactList, contact_list, forces_by_family, wall_loads
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.builder import ModelBuilder
 from .particles.model import Model
@@ -66,4 +66,5 @@ __all__ = [
     "rotations",
     "save_state",
     "shapes",
+    "wall_loads",
 ]

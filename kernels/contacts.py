@@ -39,6 +39,7 @@ from types import SimpleNamespace
 
 from . import laws
 from .contact_laws.interface import EVALUATE, NONE, RELEASE
+from .walls import FRAME_MOVING
 
 
 def build(jit, law, bond_fns):
@@ -54,6 +55,7 @@ def build(jit, law, bond_fns):
         L.wall_release,
         L.wall_energy,
     )
+    law_moving = L.moving
     cadd = jit(laws.compensated_add)
     H = law.HISTORY
     U = H + 9  # the stored energy's place in a law's result
@@ -527,7 +529,10 @@ def build(jit, law, bond_fns):
         ``dyn.whist[i, k]`` (``k`` the wall's place among them). Returns what
         :func:`pair_sum` returns (all of each wall contact's energies). With ``update``
         (a step) the largest ``|f|`` of its wall contacts raises ``dyn.wpeak[i]`` (the
-        running maximum; (0,): not kept)."""
+        running maximum; (0,): not kept). Against a moving wall (:mod:`kernels.walls`) the
+        law sees the particle's motion relative to the wall's rigid velocity field, and
+        with ``update`` the wall's work ``h (f·u_c - M_wall·ω)`` (``u_c`` the wall's
+        velocity at the contact point) is added to ``dyn.wwork[i]``."""
         x = dyn.x
         T = x.dtype.type
         z = T(0.0)
@@ -540,6 +545,8 @@ def build(jit, law, bond_fns):
         peak = z
         touching = 0
         lo, hi = wall_range(i, walls)
+        moves = walls.clock.shape[0] > 0
+        work = z
         for w in range(lo, hi):
             k = w - lo
             n1 = planes[w, 0]
@@ -564,7 +571,22 @@ def build(jit, law, bond_fns):
                     whist[i, k, c] = z
                 continue
             touching += 1
-            r = law_wall(T, n1, n2, n3, dist, me, p, hist, h)
+            mine = me
+            fr = walls.frame
+            moving = moves and fr[w, FRAME_MOVING] != z
+            u1 = u2 = u3 = o1 = o2 = o3 = z
+            if moving:  # the particle seen from the wall: its velocities less the wall's field at x_i
+                y1, y2, y3 = x[i, 0] - fr[w, 0], x[i, 1] - fr[w, 1], x[i, 2] - fr[w, 2]
+                o1, o2, o3 = fr[w, 6], fr[w, 7], fr[w, 8]
+                s1, s2, s3 = o2 * y3 - o3 * y2, o3 * y1 - o1 * y3, o1 * y2 - o2 * y1
+                u1, u2, u3 = fr[w, 3] + s1, fr[w, 4] + s2, fr[w, 5] + s3
+                mine = law_moving(T, me, u1, u2, u3, o1, o2, o3, fr[w, 9] + s1, fr[w, 10] + s2, fr[w, 11] + s3)
+            r = law_wall(T, n1, n2, n3, dist, mine, p, hist, h)
+            if moving and update:  # power into the particle at the contact point x_i - dist n
+                uc1 = u1 - dist * (o2 * n3 - o3 * n2)
+                uc2 = u2 - dist * (o3 * n1 - o1 * n3)
+                uc3 = u3 - dist * (o1 * n2 - o2 * n1)
+                work += h * (r[0] * uc1 + r[1] * uc2 + r[2] * uc3 - (r[6] * o1 + r[7] * o2 + r[8] * o3))
             f1, c1 = cadd(f1, c1, r[0])
             f2, c2 = cadd(f2, c2, r[1])
             f3, c3 = cadd(f3, c3, r[2])
@@ -586,7 +608,55 @@ def build(jit, law, bond_fns):
                     peak = fm
         if peak > z and dyn.wpeak.shape[0] > 0 and peak > dyn.wpeak[i]:  # (0,): no maximum kept
             dyn.wpeak[i] = peak
+        if work != z and dyn.wwork.shape[0] > 0:
+            dyn.wwork[i] += work
         return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, u + cu, dn, df, dr, dt, touching
+
+    @jit
+    def wall_load(i, w, dyn, par, walls, contacts, out):
+        """Particle ``i``'s load on wall ``w`` into ``out[i]``: the force on the wall (3)
+        and its moment about the wall's centre (3; ``p(t)`` of a moving wall, else its
+        ``center``, the origin by default), from the law at the current configuration
+        without update (the velocities ``dyn.vp``, ``dyn.wp``; a moving wall seen as
+        :func:`wall_sum` sees it); zeros where ``i`` does not meet ``w``."""
+        x = dyn.x
+        T = x.dtype.type
+        for c in range(6):
+            out[i, c] = T(0.0)
+        lo, hi = wall_range(i, walls)
+        if w < lo or w >= hi:
+            return
+        k = w - lo
+        planes = walls.planes
+        n1, n2, n3 = planes[w, 0], planes[w, 1], planes[w, 2]
+        dist = n1 * x[i, 0] + n2 * x[i, 1] + n3 * x[i, 2] - planes[w, 3]
+        held = False
+        if H > 0:
+            held = dyn.whist[i, k, H - 1] != T(0.0)
+        if law_wall_contact(T, dist, par.radius[i], held) != EVALUATE:
+            return
+        p = law_params(contacts.pair, pair_row(contacts.mat[i], walls.mat[w], contacts.nmat))
+        me = law_body(T, i, dyn, par)
+        mine = me
+        fr = walls.frame
+        c1, c2, c3 = fr[w, 0], fr[w, 1], fr[w, 2]  # p(t) of a moving wall, a wall's centre otherwise
+        if walls.clock.shape[0] > 0 and fr[w, FRAME_MOVING] != T(0.0):
+            y1, y2, y3 = x[i, 0] - c1, x[i, 1] - c2, x[i, 2] - c3
+            o1, o2, o3 = fr[w, 6], fr[w, 7], fr[w, 8]
+            s1, s2, s3 = o2 * y3 - o3 * y2, o3 * y1 - o1 * y3, o1 * y2 - o2 * y1
+            u1, u2, u3 = fr[w, 3] + s1, fr[w, 4] + s2, fr[w, 5] + s3
+            mine = law_moving(T, me, u1, u2, u3, o1, o2, o3, u1, u2, u3)
+        r = law_wall(T, n1, n2, n3, dist, mine, p, law_load(dyn.whist, i, k), T(0.0))
+        f1, f2, f3 = -r[0], -r[1], -r[2]  # on the wall, at the contact point x_i - dist n
+        a1 = x[i, 0] - dist * n1 - c1
+        a2 = x[i, 1] - dist * n2 - c2
+        a3 = x[i, 2] - dist * n3 - c3
+        out[i, 0] = f1
+        out[i, 1] = f2
+        out[i, 2] = f3
+        out[i, 3] = a2 * f3 - a3 * f2 + r[6]
+        out[i, 4] = a3 * f1 - a1 * f3 + r[7]
+        out[i, 5] = a1 * f2 - a2 * f1 + r[8]
 
     @jit
     def energies(i, dyn, par, bonds, contacts, walls):
@@ -651,5 +721,6 @@ def build(jit, law, bond_fns):
 
     return SimpleNamespace(law=L, pair_row=pair_row, bonded=bonded, pair_sum=pair_sum, pair_pass=pair_pass,
                            gather=gather, cross_pass=cross_pass, direct_start=direct_start, direct_sum=direct_sum,
+                           wall_load=wall_load,
                            wall_range=wall_range, wall_sum=wall_sum, energies=energies)  # fmt: skip
 

@@ -42,7 +42,7 @@ from numba.core.extending import intrinsic
 
 from types import SimpleNamespace
 
-from . import grid, interactions, particles
+from . import grid, interactions, particles, walls as wall_motion
 from .cache import keyed
 from .laws import CONTACTS_LIST
 from .layout import (
@@ -195,6 +195,10 @@ def _compile(law):
     _keep_body = _G.keep_body
     _report_values = _P.report_values
     _bucket_of = _G.bucket_of
+    _wall_load = _I.contacts.wall_load
+    _W = wall_motion.build(_jit)
+    _walls_tick = _W.tick
+    _walls_place = _W.place
 
     # --------------------------------------------------------------- range functions
 
@@ -250,6 +254,12 @@ def _compile(law):
 
 
     @kernel
+    def _wall_loads_range(lo, hi, w, dyn, par, walls, contacts, out):
+        for i in range(lo, hi):
+            _wall_load(i, w, dyn, par, walls, contacts, out)
+
+
+    @kernel
     def _bond_measures_range(lo, hi, dyn, bonds, out):
         for k in range(lo, hi):
             _bond_measures_body(k, dyn, bonds, out)
@@ -295,6 +305,7 @@ def _compile(law):
             if nsteps > 0:
                 _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
             for k in range(nsteps):
+                _walls_tick(walls)
                 if nb > 0:
                     _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
                 _direct_range(_0, n, _TRUE, k + 1 < nsteps, scheme, h, dyn, par, bonds, contacts, walls, fields,
@@ -302,6 +313,7 @@ def _compile(law):
         else:
             for _ in range(nsteps):
                 _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
+                _walls_tick(walls)
                 if nb > 0:
                     _bond_eval_range(_0, nb, _TRUE, dyn, bonds)
                 _forces_range(_0, n, _TRUE, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
@@ -321,6 +333,7 @@ def _compile(law):
                 for c in prange(nchunks):
                     lo, hi = _chunk(c, nchunks, n)
                     _advance_range(lo, hi, scheme, h, dyn, par, contacts, status)
+            _walls_tick(walls)
             if nb > 0:
                 for c in prange(nchunks):
                     lo, hi = _chunk(c, nchunks, nb)
@@ -536,6 +549,7 @@ def _compile(law):
             return True
         _advance_range(_0, n, scheme, h, dyn, par, contacts, status)
         for k in range(nsteps):
+            _walls_tick(walls)
             if _moved_range(_0, n, status) > 0:
                 out[REPORT_REBUILDS] += 1.0
                 if not _rebuild_serial(dyn.x, par.radius, contacts, grid, out):
@@ -558,6 +572,7 @@ def _compile(law):
         for k in range(nsteps):
             if not ok:
                 break
+            _walls_tick(walls)
             if _moved_range(_0, n, status) > 0:  # one thread: a reduction would allocate
                 out[REPORT_REBUILDS] += 1.0
                 ok = _rebuild_parallel(nchunks, dyn.x, par.radius, contacts, grid, out)
@@ -581,6 +596,7 @@ def _compile(law):
     def _block_serial(nsteps, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields, status,
                       out):  # fmt: skip
         block_start(status, out)
+        _walls_place(walls)
         _save_range(_0, max(dyn.x.shape[0], dyn.broken.shape[0]), dyn, saved)
         if rebuild_first:
             _rebuild_serial(dyn.x, par.radius, contacts, grid, out)
@@ -595,6 +611,7 @@ def _compile(law):
     def _block_parallel(nsteps, nchunks, scheme, h, rebuild_first, dyn, saved, par, bonds, contacts, grid, walls, fields,
                         status, out):  # fmt: skip
         block_start(status, out)
+        _walls_place(walls)
         _save_parallel(nchunks, dyn, saved)
         if rebuild_first:
             _rebuild_parallel(nchunks, dyn.x, par.radius, contacts, grid, out)
@@ -625,6 +642,23 @@ def _compile(law):
             _advance_parallel(c, scheme, h, dyn, par, contacts, status)
         else:
             _advance_range(0, dyn.x.shape[0], scheme, h, dyn, par, contacts, status)
+
+
+    def wall_loads(w, dyn, par, walls, contacts, out):
+        """Each particle's load on wall ``w`` (force, moment about its centre) into ``out`` (N, 6)."""
+        _wall_loads_range(0, dyn.x.shape[0], w, dyn, par, walls, contacts, out)
+
+
+    def walls_place(walls):
+        """Put the moving walls where the walls' clock says (:mod:`kernels.walls`)."""
+        if walls.clock.shape[0]:
+            _walls_place(walls)
+
+
+    def walls_tick(walls):
+        """One step of the walls' clock, the moving walls placed at its new time."""
+        if walls.clock.shape[0]:
+            _walls_tick(walls)
 
 
     def _bond_pass(update, dyn, bonds):
@@ -736,6 +770,7 @@ def _compile(law):
                            save=save, block_start=block_start, report=report, family_forces=family_forces,
                            diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild, block=block,
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
+                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS,
                            DIRECT_PASS=DIRECT_PASS, REBUILDS_IN_BLOCK=True)  # fmt: skip
 
@@ -747,3 +782,8 @@ def to_device(a):
 
 def set_stream(stream) -> None:
     """No streams on the CPU: every call runs to completion."""
+
+
+def set_clock(clock, values) -> None:
+    """Write the walls' clock ``(t_0, k, h)`` (:mod:`kernels.walls`)."""
+    clock[:] = values

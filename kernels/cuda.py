@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, float64, int32
 
-from . import grid, interactions, particles
+from . import grid, interactions, particles, walls as wall_motion
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -113,8 +113,31 @@ def _compile(law):
     _bucket_of = _G.bucket_of
     _build_body = _G.build_body
     _keep_body = _G.keep_body
+    _wall_load = _I.contacts.wall_load
+    _W = wall_motion.build(_device)
+    _walls_tick = _W.tick
+    _walls_place = _W.place
 
     # --------------------------------------------------------------------------- kernels
+
+
+    @cuda.jit
+    def _wall_loads_kernel(w, dyn, par, walls, contacts, out):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _wall_load(i, w, dyn, par, walls, contacts, out)
+
+
+    @cuda.jit
+    def _walls_place_kernel(walls):
+        if cuda.grid(1) == 0:
+            _walls_place(walls)
+
+
+    @cuda.jit
+    def _walls_tick_kernel(walls):
+        if cuda.grid(1) == 0:
+            _walls_tick(walls)
 
 
     @cuda.jit
@@ -308,7 +331,25 @@ def _compile(law):
         """``nsteps`` steps: two launches each (queued; nothing waits)."""
         for _ in range(nsteps):
             advance(scheme, h, dyn, par, contacts, status)
+            walls_tick(walls)
             forces(True, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+
+    def wall_loads(w, dyn, par, walls, contacts, out):
+        """Each particle's load on wall ``w`` (force, moment about its centre) into ``out`` (N, 6)."""
+        _launch(_wall_loads_kernel, dyn.x.shape[0])(w, dyn, par, walls, contacts, out)
+
+
+    def walls_place(walls):
+        """Put the moving walls where the walls' clock says (one thread; nothing without)."""
+        if walls.clock.shape[0]:
+            _launch(_walls_place_kernel, 1)(walls)
+
+
+    def walls_tick(walls):
+        """One step of the walls' clock, the moving walls placed at its new time."""
+        if walls.clock.shape[0]:
+            _launch(_walls_tick_kernel, 1)(walls)
 
 
 
@@ -361,6 +402,7 @@ def _compile(law):
                            save=save, block_start=block_start, report=report, family_forces=family_forces,
                            diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild,
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
+                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS, block=None,
                            kernels=compiled)  # fmt: skip
 
@@ -372,3 +414,11 @@ def to_device(a):
     if isinstance(a, np.ndarray):
         return a
     return cuda.as_cuda_array(a)
+
+
+def set_clock(clock, values) -> None:
+    """Write the walls' clock ``(t_0, k, h)`` (:mod:`kernels.walls`) on the current stream."""
+    if isinstance(clock, np.ndarray):
+        clock[:] = values
+    else:
+        clock.copy_to_device(np.asarray(values, dtype=np.float64), stream=_stream[0])

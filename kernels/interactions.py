@@ -47,7 +47,7 @@ def build(jit, base, law, prefetch=None):
     KT, KR, UG, UP = DIAG["kinetic_translational"], DIAG["kinetic_rotational"], DIAG["U_gravity"], DIAG["U_pendulum"]
     UA, US, UM, UPP, UPW = DIAG["U_a"], DIAG["U_s"], DIAG["U_m"], DIAG["U_pp"], DIAG["U_pw"]
     PX, LX, NB, UR = DIAG["P_x"], DIAG["L_x"], DIAG["broken_bonds"], DIAG["U_released"]
-    DN, NCONT = DIAG["dissipated_normal"], DIAG["contacts"]
+    DN, NCONT, WW = DIAG["dissipated_normal"], DIAG["contacts"], DIAG["work_walls"]
 
     @jit
     def gravity_row(i, fields):
@@ -238,7 +238,8 @@ def build(jit, base, law, prefetch=None):
         which ``i`` is end ``a``; half of ``i``'s pair energies; its wall energy; momentum
         ``m v``; angular momentum about the origin ``x × m v + J Ω``; the broken bonds
         ending at ``a = i``; the energy those released; the energy its contacts
-        dissipated; its contacts. Sums over particles are the totals."""
+        dissipated; its contacts; the work the moving walls did on it. Sums over particles
+        are the totals."""
         x, v, om = dyn.x, dyn.v, dyn.omega
         T = x.dtype.type
         m = par.mass[i]
@@ -279,6 +280,8 @@ def build(jit, base, law, prefetch=None):
         if DISSIPATES:
             for c in range(4):
                 out[i, DN + c] = dyn.dissip[i, c]
+        if i < dyn.wwork.shape[0]:
+            out[i, WW] = dyn.wwork[i]
         p1 = m * v[i, 0]
         p2 = m * v[i, 1]
         p3 = m * v[i, 2]

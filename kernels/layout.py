@@ -30,6 +30,9 @@ precision. Units are consistent units of length, time and mass.
     particle-wall contact on each particle at any force evaluation of a step (the
     running maximum the force pass keeps, ``|f|`` of each contact evaluated with
     ``update``) [M L/T²]; a failed block restores it with the rest.
+    ``wwork`` (N,) with moving walls, else (0,): the work the moving walls did on each
+    particle so far (the power ``f·u_c - M_wall·ω`` of each wall contact, times ``h``,
+    at each force evaluation of a step) [M L²/T²].
 
 ``Particles``: fixed per-particle parameters
     ``mass`` (N,) [M]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
@@ -83,6 +86,12 @@ precision. Units are consistent units of length, time and mass.
     being ``first[r]:first[r+1]``, and ``replica`` (N,) int32 each particle's replica; for
     one system both are (0,) and every particle meets every wall. A particle's wall
     springs (``Dynamics.whist``) are indexed by the wall's place within its replica.
+    Prescribed motion (:mod:`kernels.walls`): ``ref`` (W, 4) float64 the planes at
+    ``t = 0``; ``motion`` (W, 9) float64 each wall's rotation centre, angular velocity,
+    rows of ``table`` and whether it moves; ``table`` (K, 7) float64 the tabulated
+    translation velocities; ``frame`` (W, 12) float64 where each moving wall is and how
+    fast it goes at the clock's time; ``clock`` (3,) float64 ``(t_0, k, h)``, the time
+    being ``t_0 + k h``, or (0,) when no wall moves (then ``planes`` never change).
 
 ``Fields``: uniform gravity and the 3D pendulum (39)
     ``gravity`` (3,) or (0,) for none [length/time²]; ``pendulum_of`` (N,) int32 the
@@ -99,7 +108,7 @@ precision. Units are consistent units of length, time and mass.
 from collections import namedtuple
 
 Dynamics = namedtuple(
-    "Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref wpeak"
+    "Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref wpeak wwork"
 )
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
@@ -115,7 +124,7 @@ Contacts = namedtuple(
 #: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells
 #: box``: :func:`kernels.grid.build` ``sort_cells``; empty arrays where it is not used).
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica order start xs cells box")
-Walls = namedtuple("Walls", "planes mat first replica")
+Walls = namedtuple("Walls", "planes mat first replica ref motion table frame clock")
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical replica")
 Flags = namedtuple("Flags", "status report")
 
@@ -163,6 +172,7 @@ DIAGNOSTICS = (
     "dissipated_rolling",
     "dissipated_twisting",
     "contacts",
+    "work_walls",
 )
 DIAG = {name: k for k, name in enumerate(DIAGNOSTICS)}
 

@@ -154,7 +154,7 @@ def build(jit, law):
         for ``i < N``, bonds for ``i < B``); with the dissipative contact law also the
         neighbour row with its springs (its listed slots), the wall springs and the
         dissipated energies (one-row placeholders otherwise); with walls the running
-        maximum of the wall contact force (``wpeak``)."""
+        maximum of the wall contact force (``wpeak``), with moving walls their work."""
         n = src.x.shape[0]
         if i < n:
             for c in range(3):
@@ -187,6 +187,8 @@ def build(jit, law):
                 dst.dissip[i, c] = src.dissip[i, c]
         if i < src.wpeak.shape[0]:
             dst.wpeak[i] = src.wpeak[i]
+        if i < src.wwork.shape[0]:
+            dst.wwork[i] = src.wwork[i]
 
     @jit
     def report_values(i, dyn, par, contacts, status):

@@ -4,8 +4,9 @@
 once, not per launch) and runs the pieces of a block of steps on one backend's kernel
 module (:mod:`kernels.cpu` or :mod:`kernels.cuda`):
 
-* head: clear the status bits and the report, save the state (for a restore if the block
-  fails) and, when asked, rebuild the neighbour list in place;
+* head: clear the status bits and the report, put the moving walls at the clock's time
+  (:meth:`Program.set_wall_clock`), save the state (for a restore if the block fails)
+  and, when asked, rebuild the neighbour list in place;
 * ``K`` steps (two launches each on the GPU, one compiled call on the CPU);
 * tail: reduce the per-particle results into the small report array.
 
@@ -94,6 +95,7 @@ class Program:
         b = self.b
         self._on_stream()
         self.k.block_start(b["flags"].status, b["flags"].report)
+        self.k.walls_place(b["walls"])
         self.k.save(b["dyn"], b["saved"])
         if rebuild:
             self.rebuild()
@@ -113,12 +115,21 @@ class Program:
         b = self.b
         self._on_stream()
         self.k.advance(scheme, h, b["dyn"], b["par"], b["contacts"], b["flags"].status)
+        self.k.walls_tick(b["walls"])
 
     def forces(self, kick: bool, scheme: int, h) -> None:
         b = self.b
         self._on_stream()
         self.k.forces(kick, scheme, h, b["dyn"], b["par"], b["bonds"], b["contacts"], b["walls"], b["fields"],
                       b["flags"].status)  # fmt: skip
+
+    def set_wall_clock(self, t0: float, k: int, h: float) -> None:
+        """The walls' clock ``(t_0, k, h)`` before a head or a block (moving walls only,
+        :mod:`kernels.walls`): queued on the stream, outside any captured graph."""
+        clock = self.b["walls"].clock
+        if clock.shape[0]:
+            self._on_stream()
+            self.k.set_clock(clock, (float(t0), float(k), float(h)))
 
     def velocities(self) -> None:
         """``vp = v``, ``wp = Ω`` for a force evaluation outside a step."""

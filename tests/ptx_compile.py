@@ -58,6 +58,9 @@ def kernel_arguments(dtype):
         "grid_build": (k["_grid_build_kernel"], (s.x, m.radius, a["contacts"], a["grid"], report)),
         "keep": (k["_keep_kernel"], (a["contacts"],)),
         "velocities": (k["_velocities_kernel"], (dyn,)),
+        "walls_place": (k["_walls_place_kernel"], (a["walls"],)),
+        "walls_tick": (k["_walls_tick_kernel"], (a["walls"],)),
+        "wall_loads": (k["_wall_loads_kernel"], (0, dyn, a["par"], a["walls"], a["contacts"], np.zeros((m.n, 6), dtype))),
     } | friction_arguments(dtype) | component_arguments(m, s) | (packing_arguments() if dtype == np.float64 else {})
 
 
@@ -117,6 +120,8 @@ def friction_arguments(dtype):
         out[f"{law}_advance"] = (k["_advance_kernel"], (1, h, dyn, a["par"], a["contacts"], s.status))
         out[f"{law}_forces"] = (k["_forces_kernel"], (True, 1, h, dyn, *fam, s.status))
         out[f"{law}_pairs"] = (k["_pairs_kernel"], (h, dyn, a["par"], a["bonds"], a["contacts"]))
+        out[f"{law}_wall_loads"] = (k["_wall_loads_kernel"], (0, dyn, a["par"], a["walls"], a["contacts"],
+                                                             np.zeros((m.n, 6), dtype)))  # fmt: skip
     return out
 
 

@@ -14,8 +14,9 @@ from patience import PATIENCE
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 LAW_MODULES = ("laws.py", "particles.py", "interactions.py", "bonds.py", "contacts.py", "grid.py") + tuple(
     f"contact_laws/{p.name}" for p in sorted((KERNELS / "contact_laws").glob("*.py")))
-# Kernels whose float64 instructions are by design: the block report is float64.
-FLOAT64_BY_DESIGN = {"report", "grid_build"}
+# Kernels whose float64 instructions are by design: the block report is float64, and the
+# moving walls are placed from their float64 motion and clock (one thread per step).
+FLOAT64_BY_DESIGN = {"report", "grid_build", "walls_place", "walls_tick"}
 
 
 def _bare_float_literals(path):
@@ -69,9 +70,10 @@ def test_every_cuda_kernel_compiles_to_ptx_and_float32_is_single_precision():
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     names = {r["kernel"] for r in rows}
-    assert {"advance", "forces", "report", "grid_build", "diagnostics", "keep", "velocities"} <= names
+    assert {"advance", "forces", "report", "grid_build", "diagnostics", "keep", "velocities", "walls_place",
+            "walls_tick", "wall_loads"} <= names  # fmt: skip
     for law in ("hertz-mindlin", "linear", "jkr"):  # every contact law's step kernels
-        assert {f"{law}_advance", f"{law}_forces", f"{law}_pairs"} <= names
+        assert {f"{law}_advance", f"{law}_forces", f"{law}_pairs", f"{law}_wall_loads"} <= names
     assert {"components_hook_bonds", "components_hook_contacts", "components_jump"} <= names  # fragments
     packing = {"packing_cells", "packing_neighbors", "packing_forces", "packing_advance", "packing_retreat"}
     assert packing <= names  # the dense packing, float64 only

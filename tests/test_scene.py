@@ -193,6 +193,10 @@ REVIEW_CASES = [
     (edit(("particles",), [{"kind": "random", "count": 2, "box": [[0, 0, 0], [float("inf"), 1, 1]]}]),
      r"particles\[0\].box\[1\]\[0\]: Input should be a finite number"),
     (edit(("bond_families",), {"torus": {"ka": -1.0}}), r"bond_families.torus.ka: Input should be greater than or equal to 0"),
+    (edit(("walls", 0, "velocity"), [[0.0, 1.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]]),
+     r"walls\[0\]: wall 0: velocity table: times must increase strictly; row 1 has t = 0.0 after t = 0.0"),
+    (edit(("walls", 0, "velocity"), [[0.0, 1.0, 0.0]]), r"walls\[0\].velocity"),
+    (edit(("walls", 0, "angular_velocity"), [0.0, float("nan"), 0.0]), r"walls\[0\].angular_velocity\[1\]: Input should be a finite number"),
     (edit(("particles",), [{"kind": "lattice", "shape": [4194304, 4194304, 4194304]}]), r"particles: the scene asks for"),
 ]
 

@@ -6,6 +6,8 @@ Layout of an output directory ``OUT``::
     OUT/frames/frame_000000.vtu    frame 0 (binary, zlib-compressed, written by meshio)
     OUT/frames/frame_000001.vtu    ...
     OUT/walls.vtu                  planar walls as quads (:func:`write_walls`)
+    OUT/walls.pvd, OUT/walls/      with moving walls instead: the walls at each frame's
+                                   time (:class:`WallFrameWriter`)
 
 Each frame is an unstructured grid with the particles as points and two cell blocks:
 
@@ -42,17 +44,12 @@ from ._atomic import atomic_write, atomic_write_bytes, fsync_dir, fsync_file, re
 
 PVD_NAME = "frames.pvd"
 FRAMES_DIR = "frames"
-_FRAME_RE = re.compile(r"^frame_(\d{6,})\.vtu$")
 
 #: dtypes a VTU file stores (bool arrays are written as uint8).
 _VTU_DTYPES = tuple(
     np.dtype(t)
     for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 )
-
-
-def _frame_name(index: int) -> str:
-    return f"frame_{index:06d}.vtu"
 
 
 def _data_array(what: str, name, value, n: int) -> np.ndarray:
@@ -132,20 +129,27 @@ class FrameWriter:
     Frame times must increase strictly (ParaView keys frames by time).
     """
 
+    #: The collection's file, its folder and the frames' name stem (a subclass may change them).
+    pvd_name, dir_name, stem = PVD_NAME, FRAMES_DIR, "frame"
+
     def __init__(self, out_dir: str):
         self._setup(out_dir)
         for name in os.listdir(self.frames_dir):
-            if _FRAME_RE.match(name):
+            if self._match(name):
                 os.unlink(os.path.join(self.frames_dir, name))
         self._write_pvd(self._frames)
 
+    @classmethod
+    def _match(cls, name):
+        return re.match(rf"^{cls.stem}_(\d{{6,}})\.vtu$", name)
+
     def _setup(self, out_dir) -> None:
         self.out_dir = _dir_arg(out_dir)
-        self.frames_dir = os.path.join(self.out_dir, FRAMES_DIR)
-        self.pvd_path = os.path.join(self.out_dir, PVD_NAME)
+        self.frames_dir = os.path.join(self.out_dir, self.dir_name)
+        self.pvd_path = os.path.join(self.out_dir, self.pvd_name)
         os.makedirs(self.frames_dir, exist_ok=True)
         remove_temp_files(self.frames_dir)
-        remove_temp_files(self.out_dir, PVD_NAME)
+        remove_temp_files(self.out_dir, self.pvd_name)
         self._frames: list[tuple[float, str]] = []  # (time, path relative to out_dir)
         self.next_index = 0
         self._unsynced: list[str] = []  # written atomically, not yet flushed to disk
@@ -163,7 +167,7 @@ class FrameWriter:
         file is missing.
         """
         self = cls.__new__(cls)
-        pvd = os.path.join(_dir_arg(out_dir), PVD_NAME)
+        pvd = os.path.join(_dir_arg(out_dir), cls.pvd_name)
         if not os.path.isfile(pvd):
             raise ValueError(f"{pvd}: no such collection file; nothing to resume in {_dir_arg(out_dir)}")
         self._setup(out_dir)
@@ -171,13 +175,14 @@ class FrameWriter:
         frames, indices, last = [], [], None
         for time, rel in entries:
             head, name = os.path.split(rel.replace("\\", "/"))
-            m = _FRAME_RE.match(name)
-            if head != FRAMES_DIR or m is None:
-                raise ValueError(f"{self.pvd_path}: lists {rel!r}, not a frame of this writer (frames/frame_N.vtu)")
+            m = self._match(name)
+            if head != self.dir_name or m is None:
+                raise ValueError(f"{self.pvd_path}: lists {rel!r}, not a frame of this writer "
+                                 f"({self.dir_name}/{self.stem}_N.vtu)")  # fmt: skip
             if last is not None and not time > last:
                 raise ValueError(f"{self.pvd_path}: frame times do not increase ({time!r} after {last!r})")
             last = time
-            frames.append((time, f"{FRAMES_DIR}/{name}"))
+            frames.append((time, f"{self.dir_name}/{name}"))
             indices.append(int(m.group(1)))
         t_cut = None if after_time is None else float(after_time)
         n_keep = sum(1 for t, _ in frames if t_cut is None or t <= t_cut)  # times increase: a prefix
@@ -195,7 +200,7 @@ class FrameWriter:
             except FileNotFoundError:
                 pass
         for name in os.listdir(self.frames_dir):
-            m = _FRAME_RE.match(name)
+            m = self._match(name)
             if m and name not in listed and int(m.group(1)) >= self.next_index:
                 os.unlink(os.path.join(self.frames_dir, name))
         return self
@@ -270,9 +275,13 @@ class FrameWriter:
             if conn.shape[0] == 0:  # no bonds: no line block (meshio cannot read an empty one)
                 cells.pop()
                 cdata = {}
-        mesh = meshio.Mesh(pts, cells, point_data=pdata, cell_data=cdata)
+        return self._append(t, meshio.Mesh(pts, cells, point_data=pdata, cell_data=cdata))
 
-        rel = f"{FRAMES_DIR}/{_frame_name(self.next_index)}"
+    def _append(self, t: float, mesh) -> str:
+        """Write ``mesh`` as the next frame at time ``t`` (checked) and list it."""
+        import meshio
+
+        rel = f"{self.dir_name}/{self.stem}_{self.next_index:06d}.vtu"
         path = os.path.join(self.out_dir, rel)
         atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"),
                      durable=False)  # fmt: skip
@@ -334,19 +343,43 @@ def write_walls(out_dir: str, planes, center, size: float) -> str | None:
     if bad.any():
         k = int(np.argmax(bad))
         raise ValueError(f"planes: normals must be unit vectors; wall {k} has |n| = {float(norms[k])!r}")
+    mesh = _walls_mesh(meshio, n, off, c, s)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "walls.vtu")
+    return atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"))
+
+
+def _walls_mesh(meshio, n, off, c, s):
+    """Squares of side ``s`` in the planes ``n·x = off``, centred at ``c``'s projections."""
     foot = c[None, :] - (n @ c - off)[:, None] * n
     t1, t2 = _plane_basis(n)
     h = 0.5 * s
     a, b = h * t1, h * t2
     corners = np.stack([foot - a - b, foot + a - b, foot + a + b, foot - a + b], axis=1)  # (W, 4, 3)
-    mesh = meshio.Mesh(
+    return meshio.Mesh(
         corners.reshape(-1, 3),
-        [("quad", np.arange(4 * len(p), dtype=np.int64).reshape(-1, 4))],
-        cell_data={"normal": [n.copy()], "wall_id": [np.arange(len(p), dtype=np.int64)]},
+        [("quad", np.arange(4 * len(n), dtype=np.int64).reshape(-1, 4))],
+        cell_data={"normal": [n.copy()], "wall_id": [np.arange(len(n), dtype=np.int64)]},
     )
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "walls.vtu")
-    return atomic_write(path, lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression="zlib"))
+
+
+class WallFrameWriter(FrameWriter):
+    """``OUT/walls.pvd`` and ``OUT/walls/walls_NNNNNN.vtu``: the planar walls at each
+    frame's time, for runs with moving walls (a wall in motion moves in ParaView). The same
+    contract as :class:`FrameWriter` (new collection or :meth:`~FrameWriter.resume`,
+    strictly increasing times, atomic files); each frame is what :func:`write_walls`
+    draws, the squares centred at the projections of ``center``."""
+
+    pvd_name, dir_name, stem = "walls.pvd", "walls", "walls"
+
+    def write_walls(self, time: float, planes, center, size: float) -> str:
+        """Write the walls ``planes`` (W, 4) at ``time``; returns the frame's path."""
+        import meshio
+
+        t = _check_time(time, self._frames[-1][0] if self._frames else None)
+        p = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
+        return self._append(t, _walls_mesh(meshio, p[:, :3], p[:, 3], np.asarray(center, dtype=np.float64),
+                                           float(size)))  # fmt: skip
 
 
 class FrameQueue:

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from kernels.contact_laws import EVALUATE
+from kernels.walls import FRAME_MOVING
 
 __all__ = ["ContactList", "contact_list", "forces_by_family"]
 
@@ -107,6 +108,33 @@ class ContactList:
         np.add.at(M, i, self.moment_i)
         np.add.at(M, j[pp], self.moment_j[pp])
         return F, M
+
+
+def wall_loads(model, state) -> tuple[np.ndarray, np.ndarray]:
+    """The load of the particles on each wall: the force on it [M L/T²] and the moment
+    about its centre (its ``center``; the origin by default; a moving wall's centre moves
+    with it) [M L²/T²], summed over its contacts at ``state`` (the velocities ``v``,
+    ``Ω`` in the dashpots, moving walls seen in their frame), each (W, 3) host float64.
+
+    Examples
+    --------
+    A sphere 0.001 into the floor at ``x = 0.5`` pushes it down by the Hertz wall force
+    (``(1e4/0.5) 0.002^1.5``, as :func:`contact_list` shows) and turns it about the
+    origin by ``0.5`` times that:
+
+    >>> import granular as gr
+    >>> b = gr.ModelBuilder()
+    >>> _ = b.add_particles([[0.5, 0, 0.499]], radius=0.5, mass=2.0)
+    >>> b.set_contacts(kpp=1e4)
+    >>> b.add_wall([0, 0, 1], 0.0, allow_initial_overlap=True)
+    0
+    >>> model = b.finalize("cpu")
+    >>> F, M = gr.wall_loads(model, model.state())
+    >>> F.round(6).tolist(), M.round(6).tolist()
+    ([[0.0, 0.0, -1.788854]], [[0.0, 0.894427, 0.0]])
+    """
+    loads = model.wall_loads(state)
+    return loads[:, :3].copy(), loads[:, 3:].copy()
 
 
 def _touching_pairs(model, x, r, reach=0.0, broken=None):
@@ -238,7 +266,12 @@ def _wall_rows(model, state, x, r, walls) -> list:
     H = h.law.history
     rows = []
     first, replica = walls.first_host, walls.replica_host
-    for w, plane in enumerate(walls.planes_host):
+    frame = None
+    if walls.moving:  # the walls where they are at the state's time, with their velocity fields
+        model._place_walls(state, walls.kernel_args())
+        frame = np.asarray(model.backend.to_host(walls.frame), dtype=np.float64)
+        moving = frame[:, FRAME_MOVING] != 0.0
+    for w, plane in enumerate(walls.planes_now()):
         n, c = plane[:3], plane[3]
         s = x @ n - c
         meets = np.ones(len(x), dtype=bool)
@@ -254,6 +287,11 @@ def _wall_rows(model, state, x, r, walls) -> list:
                 continue
             point = x[i] - dist * n
             p = h.L.params(h.table, _row(h, h.mat[i], h.wall_mat[w]))
-            out = h.L.wall(T, n[0], n[1], n[2], dist, h.L.body(T, i, h.dyn, h.par), p, hist, T(0.0))
+            me = h.L.body(T, i, h.dyn, h.par)
+            if frame is not None and moving[w]:  # seen from the wall (kernels.contacts, wall_sum)
+                o = frame[w, 6:9]
+                u = frame[w, 3:6] + np.cross(o, x[i] - frame[w, :3])
+                me = h.L.moving(T, me, *u, *o, *u)
+            out = h.L.wall(T, n[0], n[1], n[2], dist, me, p, hist, T(0.0))
             rows.append(((i, w), True, r[i] - dist, n, point, out[0:3], out[3:6], zero))
     return rows

@@ -85,6 +85,7 @@ class ModelBuilder(ContactSettings):
         self._contacts_set = False
         self._allow_overlap = False
         self._wall_overlap = []  # per wall: allow_initial_overlap
+        self._wall_motion = []  # per wall: its WallMotion, or None (at rest)
         self._velocity = "predicted"
         self._replica_counts = None  # particles of each replica (a model of replicas)
         self._replica_walls = None  # walls of each replica
@@ -206,6 +207,7 @@ class ModelBuilder(ContactSettings):
             out._bond_count += b._bond_count
             out._walls.extend(b._walls)
             out._wall_overlap.extend(b._wall_overlap)
+            out._wall_motion.extend(b._wall_motion)
             offset += b._n
         out._n = offset
         order = sorted(first._materials, key=lambda k: first._materials[k][0])

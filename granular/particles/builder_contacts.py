@@ -15,6 +15,7 @@ from kernels import contact_laws
 from .forces import ParticleContacts, Walls
 from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law
 from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems
+from .forces.motion import WallMotion
 from .inputs import _nonnegative
 from .placement import overlap_problem, wall_problem
 
@@ -198,7 +199,8 @@ class ContactSettings:
         self._contact_search = (search, skin)
         self._contact_law = law
 
-    def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False) -> int:
+    def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False, velocity=None,
+                 angular_velocity=None, center=None) -> int:  # fmt: skip
         """Add a planar wall ``n·x = offset``; return its id.
 
         ``n = normal/|normal|`` points into the allowed side. Without materials the wall
@@ -222,6 +224,18 @@ class ContactSettings:
             required with materials, refused without.
         allow_initial_overlap : bool, optional
             Accept particles that start inside or behind this wall. Default ``False``.
+        velocity : 3 numbers, or rows ``[t, v_x, v_y, v_z]``, optional
+            Prescribed translation [L/T]: a constant velocity, or a table of velocities
+            (times strictly increasing, linear between rows, held before the first row
+            and after the last). The wall is at ``n·x = offset`` at ``t = 0``.
+        angular_velocity : 3 numbers, optional
+            Prescribed rotation [1/T]: the wall turns by ``|ω| t`` about ``ω`` through
+            ``center``. The contact law sees each particle's velocity relative to the
+            wall's rigid velocity field, and the wall's work on the particles is booked
+            (``State.wall_work``, the series' ``work_walls``; ``docs/geometry.md``).
+        center : 3 numbers, optional
+            A point of the rotation axis at ``t = 0`` [L] (moves with the translation);
+            default the origin.
 
         Returns
         -------
@@ -232,8 +246,8 @@ class ContactSettings:
         ------
         ValueError
             ``normal`` not 3 finite numbers or of zero length, ``offset`` not finite,
-            ``k`` not finite and >= 0, or an unknown ``material``; the message names the
-            wall.
+            ``k`` not finite and >= 0, an unknown ``material``, or a malformed motion
+            (``velocity``, ``angular_velocity``, ``center``); the message names the wall.
         """
         self._open("add_wall")
         wid = len(self._walls)
@@ -261,8 +275,12 @@ class ContactSettings:
         if off is None or not np.isfinite(off):
             raise ValueError(f"wall {wid}: offset must be a finite number, got {offset!r}")
         kk = None if k is None else float(_nonnegative(f"wall {wid}: k", k, 1, what="value")[0])
+        motion = None
+        if velocity is not None or angular_velocity is not None or center is not None:
+            motion = WallMotion(velocity, angular_velocity, center, what=f"wall {wid}")
         self._walls.append((nrm / length, off, kk, mat))
         self._wall_overlap.append(bool(allow_initial_overlap))
+        self._wall_motion.append(motion)
         return wid
 
     def _materials_used(self) -> bool:
@@ -302,7 +320,7 @@ class ContactSettings:
         if self._walls:
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
             forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
-                                replica=replica))  # fmt: skip
+                                replica=replica, motions=self._wall_motion))  # fmt: skip
         return law, kernels, forces
 
     def _check_placement(self, x, radius, contacts) -> None:

@@ -39,9 +39,10 @@ ROTATION_INCREMENT_MAX = 0.5
 
 
 def _energy(row) -> float:
-    """``total`` plus what left the system's energies: the energy broken bonds released
-    and what the dissipative contacts dissipated (when the row has those columns)."""
-    out = float(row["total"]) + float(row.get("U_released", 0.0))
+    """``total`` plus what left the system's energies (the energy broken bonds released
+    and what the dissipative contacts dissipated) less what came in (the moving walls'
+    work), when the row has those columns."""
+    out = float(row["total"]) + float(row.get("U_released", 0.0)) - float(row.get("work_walls", 0.0))
     for key, value in row.items():
         if key.startswith("dissipated_"):
             out += float(value)
@@ -90,6 +91,7 @@ class HealthCheck:
         if not (abs(change) <= self.tolerance * scale):  # NaN fails too
             released = " + U_released" if "U_released" in row else ""
             released += " + dissipated" if "dissipated_normal" in row else ""
+            released += " - work_walls" if "work_walls" in row else ""
             return (f"the total energy{released} is {E:.6g}; it started at {self.energy0:.6g}. The change, "
                     f"{abs(change):.3g}, is more than {self.tolerance:g} (run.energy_tolerance) times the energy "
                     f"scale {scale:.6g} (the largest energy magnitude so far, this state's included)")  # fmt: skip

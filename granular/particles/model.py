@@ -109,8 +109,8 @@ class Model:
             ``step = 0``; with a contact law that keeps history, no history (the wall
             contacts' (N, W, H) and a neighbour list without any); with one that
             dissipates, zero dissipated energies (N, 4); with walls, a zero running
-            maximum of the wall contact force (N,). Every call gives an independent
-            state.
+            maximum of the wall contact force (N,), with moving walls their work (N,).
+            Every call gives an independent state.
         """
         x, v, q, omega = self._initial
         walls = self.force("walls")
@@ -119,7 +119,7 @@ class Model:
         state = State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds,
                                walls=n_walls if history else 0, history=history,
                                dissipation=self.law is not None and self.law.dissipates,
-                               wall_peak=walls is not None)  # fmt: skip
+                               wall_peak=walls is not None, wall_work=walls is not None and walls.moving)  # fmt: skip
         contacts = self.force("contacts")
         state.neighbors = contacts.new_list() if contacts is not None else None
         return state
@@ -203,8 +203,19 @@ class Model:
             dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
             dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
             dev(law["live"]), dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
-            dev(self.wall_peak_of(cfg)),
+            dev(self.wall_peak_of(cfg)), dev(self.wall_work_of(cfg)),
         )  # fmt: skip
+
+    def wall_work_of(self, cfg):
+        """Internal plumbing of the step loop: ``cfg``'s work of the moving walls
+        (``State.wall_work``, (N,)) where it has one of ``N`` rows, else an empty
+        placeholder (no work is kept)."""
+        work = getattr(cfg, "wall_work", None)
+        if work is None or work.ndim != 1 or work.shape[0] != self.n or work.shape[0] == 0:
+            if getattr(self, "_work_none", None) is None:
+                self._work_none = self.backend.xp.zeros(0, self.dtype)
+            return self._work_none
+        return work
 
     def wall_peak_of(self, cfg):
         """Internal plumbing of the step loop: ``cfg``'s running maximum of the wall
@@ -256,7 +267,35 @@ class Model:
         a = self.kernel_args(cfg)
         kern = self.kernels
         kern.set_stream(0)
+        self._place_walls(cfg, a["walls"])
         kern.family_forces(family, self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"])
+
+    def wall_loads(self, cfg) -> np.ndarray:
+        """Internal plumbing of the series: the force on each wall and its moment about
+        the wall's centre, summed over the particles at ``cfg`` (:func:`kernels.contacts.build`
+        ``wall_load``): a host float64 array (W, 6), sums in float64."""
+        walls = self.force("walls")
+        if walls is None:
+            return np.zeros((0, 6))
+        a = self.kernel_args(cfg)
+        kern = self.kernels
+        kern.set_stream(0)
+        self._place_walls(cfg, a["walls"])
+        if getattr(self, "_load_rows", None) is None:
+            self._load_rows = self.backend.xp.zeros((self.n, 6), dtype=self.dtype)
+        dyn, rows = self.dynamics(cfg), kern.to_device(self._load_rows)
+        out = np.zeros((walls.count, 6))
+        for w in range(walls.count):
+            kern.wall_loads(w, dyn, a["par"], a["walls"], a["contacts"], rows)
+            out[w] = self.backend.to_host(self._load_rows.sum(axis=0, dtype=np.float64))
+        return out
+
+    def _place_walls(self, cfg, walls) -> None:
+        """Moving walls where they are at ``cfg.time`` (a state's time; the walls'
+        clock is written again before every step)."""
+        if walls.clock.shape[0] and getattr(cfg, "time", None) is not None:
+            self.kernels.set_clock(walls.clock, (float(cfg.time), 0.0, 0.0))
+            self.kernels.walls_place(walls)
 
     # ----------------------------------------------------------------- diagnostics
 
@@ -275,6 +314,7 @@ class Model:
         a = self.kernel_args(cfg)
         kern = self.kernels
         kern.set_stream(0)
+        self._place_walls(cfg, a["walls"])
         kern.diagnostics(self.dynamics(cfg), a["par"], a["bonds"], a["contacts"], a["walls"], a["fields"],
                          kern.to_device(self._diag_rows))  # fmt: skip
         return self._diag_rows

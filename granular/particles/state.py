@@ -27,6 +27,8 @@ default), in consistent units of length, time and mass:
                             evaluation): a running maximum the force pass keeps on
                             the device, every step [M L/T²] (a model with walls, else
                             (0,))
+``wall_work`` (N,)          the work the moving walls did on each particle so far
+                            [M L²/T²] (a model with moving walls, else (0,))
 ``neighbors``               the neighbour list of contact candidates with the pair
                             contacts' history (:class:`~granular.particles.neighbors.
                             NeighborList`), or ``None`` without a list
@@ -100,6 +102,10 @@ class State:
         The largest magnitude of the force of one wall contact on each particle at any
         step so far [M L/T²], kept by the force pass on the device (every step, not only
         at samples); a model with walls, else empty. Set it to 0 to start a new maximum.
+    wall_work : array, (N,)
+        The work the moving walls did on each particle so far [M L²/T²] (a model with
+        moving walls, else empty): ``total + dissipated - work`` is what the scheme
+        conserves.
     neighbors : NeighborList or None
         The Verlet list of contact candidates and, parallel to its rows, the history of
         the pair contacts: part of the state (checkpoints and rewinds keep it).
@@ -126,6 +132,7 @@ class State:
     wall_springs: object = None
     dissipated: object = None
     wall_contact_peak: object = None
+    wall_work: object = None
     neighbors: object = field(default=None, repr=False, compare=False)
     time: float = 0.0
     step: int = 0
@@ -139,11 +146,12 @@ class State:
 
     @classmethod
     def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int = 0, history: int = 0,
-                 dissipation: bool = False, wall_peak: bool = False) -> "State":  # fmt: skip
+                 dissipation: bool = False, wall_peak: bool = False, wall_work: bool = False) -> "State":  # fmt: skip
         """A state with copies of the given initial arrays, zero forces, intact bonds;
         with ``history`` floats per contact the wall history of ``walls`` walls per
         particle, with ``dissipation`` the dissipated energies (zero), with ``wall_peak``
-        the running maximum of the wall contact force (zero)."""
+        the running maximum of the wall contact force (zero), with ``wall_work`` the
+        moving walls' work (zero)."""
         return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
@@ -157,6 +165,7 @@ class State:
             wall_springs=xp.zeros((n, walls, history) if history else (0, 0, 1), dtype=dtype),
             dissipated=xp.zeros((n, 4) if dissipation else (0, 4), dtype=dtype),
             wall_contact_peak=xp.zeros(n if wall_peak else 0, dtype=dtype),
+            wall_work=xp.zeros(n if wall_work else 0, dtype=dtype),
         )
 
     @property
@@ -209,6 +218,8 @@ class State:
         new.dissipated = self.dissipated.copy()
         if self.wall_contact_peak is not None:
             new.wall_contact_peak = self.wall_contact_peak.copy()
+        if self.wall_work is not None:
+            new.wall_work = self.wall_work.copy()
         new.neighbors = None if self.neighbors is None else self.neighbors.copy()
         new.F[...] = self.F
         new.RM[...] = self.RM

@@ -132,6 +132,9 @@ def series_row(model, state, contacts=False) -> dict:
         for k in DISSIPATED:
             row[k] = totals[k]
         row["contacts"] = totals["contacts"]
+    walls = model.force("walls")
+    if walls is not None and walls.moving:  # total + dissipated - work_walls is conserved
+        row["work_walls"] = totals["work_walls"]
     if model.force("pendulum") is not None:
         dot, norm = diag.pendulum_invariants(model, state)
         for k in range(min(len(dot), SMALL_SYSTEM)):
@@ -148,7 +151,7 @@ def series_row(model, state, contacts=False) -> dict:
 
 
 STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated",
-                "wall_contact_peak")  # fmt: skip
+                "wall_contact_peak", "wall_work")  # fmt: skip
 
 
 def state_arrays(model, state) -> dict:
@@ -172,7 +175,7 @@ def restore_state(model, state, arrays) -> None:
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
-        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak"):  # older checkpoints
+        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak", "wall_work"):  # older checkpoints
             if target.size and k in ("wall_springs", "dissipated"):
                 raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
             target[...] = 0
@@ -290,14 +293,41 @@ class ParticleSystem:
     def restore(self, arrays) -> None:
         restore_state(self.model, self.state, arrays)
 
-    def write_static(self, out_dir) -> None:
-        """``walls.vtu``: the walls as squares around the particles."""
-        model = self.model
-        walls = model.force("walls")
-        if walls is not None:
+    def _wall_view(self):
+        """Where the walls are drawn: around the particles' centroid at the first call,
+        squares twice the particles' extent."""
+        if getattr(self, "_view", None) is None:
+            model = self.model
             x = model.backend.to_host(self.state.x)
             size = 2.0 * float(np.ptp(x, axis=0).max() + 4 * model.backend.to_host(model.radius).max())
-            write_walls(out_dir, walls.planes_host, x.mean(axis=0), size)
+            self._view = (x.mean(axis=0), size)
+        return self._view
+
+    def write_static(self, out_dir) -> None:
+        """``walls.vtu``: the walls at rest as squares around the particles (moving walls
+        are drawn at each frame instead: :meth:`walls_frame`)."""
+        walls = self.model.force("walls")
+        if walls is not None and not walls.moving:
+            write_walls(out_dir, walls.planes_host, *self._wall_view())
+
+    def wall_loads_row(self):
+        """A ``walls.csv`` row: ``time``, ``step``, and for wall ``k`` the force on it
+        ``wall{k}_Fx..Fz`` and its moment about its centre ``wall{k}_Mx..Mz``
+        (:func:`granular.particles.analysis.wall_loads`); None without walls."""
+        if self.model.force("walls") is None:
+            return None
+        row = {"time": self.state.time, "step": float(self.state.step)}
+        for k, load in enumerate(self.model.wall_loads(self.state)):
+            for c, name in enumerate(("Fx", "Fy", "Fz", "Mx", "My", "Mz")):
+                row[f"wall{k}_{name}"] = float(load[c])
+        return row
+
+    def walls_frame(self):
+        """``(planes, center, size)`` of the walls now when some wall moves, else None."""
+        walls = self.model.force("walls")
+        if walls is None or not walls.moving:
+            return None
+        return (walls.planes_now(), *self._wall_view())
 
     def write_final(self, out_dir) -> None:
         """``fragments.csv`` of the last state, when bonds can break."""

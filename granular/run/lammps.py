@@ -66,6 +66,8 @@ def _law(m) -> str:
 
 
 def _wall(k, w) -> str:
+    if w.velocity is not None or w.angular_velocity is not None:
+        raise ValueError(f"walls[{k}]: the export takes walls at rest (a moving wall has no fix wall/gran form here)")
     n = np.asarray(w.normal, dtype=np.float64)
     axis = int(np.argmax(np.abs(n)))
     if np.count_nonzero(n) != 1:

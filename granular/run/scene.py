@@ -340,12 +340,19 @@ class ContactsTable(_Strict):
     skin: NonNegative | None = None
 
 
+VelocityRow = Annotated[list[Finite], Field(min_length=4, max_length=4)]
+
+
 class Wall(_Strict):
     normal: Vec3
     offset: Finite = 0.0
     k: NonNegative | None = None
     material: Annotated[str, Field(min_length=1)] | None = None
     allow_initial_overlap: bool = False
+    # prescribed motion (ModelBuilder.add_wall): a constant velocity or rows [t, vx, vy, vz]
+    velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = None
+    angular_velocity: Vec3 | None = None
+    center: Vec3 | None = None
 
     @field_validator("normal")
     @classmethod
@@ -682,7 +689,8 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
         try:
             kpp = scene.contacts.kpp if scene.contacts is not None else None
             b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material,
-                       allow_initial_overlap=w.allow_initial_overlap)  # fmt: skip
+                       allow_initial_overlap=w.allow_initial_overlap, velocity=w.velocity,
+                       angular_velocity=w.angular_velocity, center=w.center)  # fmt: skip
         except ValueError as exc:
             errors.append((f"walls[{k}]", str(exc)))
             continue

@@ -5,6 +5,10 @@ The folder is a stable contract (``docs/scenes.md``, "Output directory"):
 ``frames.pvd``, ``frames/*.vtu``
     ParaView time series (:class:`Frames`), one file per frame, written by a background
     thread (:class:`~granular.io.vtk.FrameQueue`) from host copies;
+``walls.pvd``, ``walls/*.vtu``
+    with moving walls, the walls at each frame's time (:class:`Frames`);
+``walls.csv``
+    with walls, the force and moment on each wall at the series' times (:class:`WallLoads`);
 ``series.csv``
     one row per series time (:class:`Series`): ``time``, ``step`` and the system's columns;
 ``checkpoints/checkpoint.npz``
@@ -28,11 +32,11 @@ from .._version import __version__
 from ..io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint
 from ..io._atomic import atomic_write_bytes
 from ..io.jsonio import dumps, encode
-from ..io.vtk import FrameQueue
+from ..io.vtk import FrameQueue, WallFrameWriter
 from ..resources import cadence
 from .runner import Periodic
 
-__all__ = ["Checkpoints", "Frames", "Record", "Series", "cadences", "checkpoint_path", "folder_writers"]
+__all__ = ["Checkpoints", "Frames", "Record", "Series", "WallLoads", "cadences", "checkpoint_path", "folder_writers"]
 
 
 def checkpoint_path(out_dir) -> str:
@@ -78,32 +82,82 @@ class Series:
             self.writer.close()
 
 
+class WallLoads:
+    """``walls.csv``: the particles' load on each wall at the series' times: ``time``,
+    ``step`` and, for wall ``k``, ``wall{k}_Fx..Fz`` (the force on it) and
+    ``wall{k}_Mx..Mz`` (its moment about the wall's centre); only for systems with walls."""
+
+    def __init__(self, out_dir, every):
+        self.path = os.path.join(out_dir, "walls.csv")
+        self.trigger = Periodic(every)
+        self.writer = None
+
+    def begin(self, runner, resumed):
+        s = runner.system
+        if getattr(s, "wall_loads_row", None) is None or s.wall_loads_row() is None:
+            self.trigger = Periodic(0)
+            return
+        if resumed:
+            self.writer = SeriesWriter.resume(self.path, after_time=s.time)
+        else:
+            row = s.wall_loads_row()
+            self.writer = SeriesWriter(self.path, list(row))
+            self.writer.append(row)
+
+    def write(self, runner, row):
+        if self.writer is not None:
+            self.writer.append(runner.system.wall_loads_row())
+
+    def sync(self):
+        if self.writer is not None:
+            self.writer.sync()
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
 class Frames:
     """``frames.pvd`` and ``frames/*.vtu``: the initial frame, one each ``every`` steps and
-    one at the end; a new run also gets the system's static geometry (walls)."""
+    one at the end; a new run also gets the system's static geometry (walls at rest), and
+    a system with moving walls ``walls.pvd`` and ``walls/*.vtu``, the walls at each
+    frame's time."""
 
     def __init__(self, out_dir, every):
         self.out_dir = out_dir
         self.trigger = Periodic(every)
         self.queue = None
+        self.walls = None  # the moving walls' collection
 
     def begin(self, runner, resumed):
         s = runner.system
+        moving = getattr(s, "walls_frame", None) is not None and s.walls_frame() is not None
         if resumed:
             self.queue = FrameQueue(FrameWriter.resume(self.out_dir, after_time=s.time))
+            if moving:
+                self.walls = WallFrameWriter.resume(self.out_dir, after_time=s.time)
             return
         self.queue = FrameQueue(FrameWriter(self.out_dir))
+        if moving:
+            self.walls = WallFrameWriter(self.out_dir)
         if hasattr(s, "write_static"):
             s.write_static(self.out_dir)
+        self._write(s)
+
+    def _write(self, s):
         self.queue.write(s.time, *s.frame())
+        if self.walls is not None:
+            self.walls.write_walls(s.time, *s.walls_frame())
 
     def write(self, runner, row):
         s = runner.system
-        self.queue.write(s.time, *s.frame())
+        self._write(s)
         runner.event("frame", step=s.step_count, time=s.time)
 
     def sync(self):
         self.queue.sync()
+        if self.walls is not None:
+            self.walls.sync()
 
     def close(self):
         if self.queue is not None:
@@ -180,5 +234,5 @@ def folder_writers(out_dir, run, total_steps, scene=None) -> list:
     """The writers of a run folder for the ``[run]`` table ``run``: series, frames,
     checkpoints, record (in that order: the end's checkpoint precedes ``run.json``)."""
     frame_every, series_every, ckpt_every = cadences(run, total_steps)
-    return [Series(out_dir, series_every), Frames(out_dir, frame_every), Checkpoints(out_dir, ckpt_every, scene),
-            Record(out_dir, scene)]  # fmt: skip
+    return [Series(out_dir, series_every), WallLoads(out_dir, series_every), Frames(out_dir, frame_every),
+            Checkpoints(out_dir, ckpt_every, scene), Record(out_dir, scene)]  # fmt: skip

@@ -58,7 +58,12 @@ A law module defines
     ``wall_release(T, r, p, hist)``, ``wall_energy(T, n1, n2, n3, dist, me, p, hist)``
         the same against a planar wall with unit normal ``n`` into the allowed side at
         signed distance ``dist`` from particle ``me`` (the result in the layout of
-        ``pair``, ``lo`` being the particle).
+        ``pair``, ``lo`` being the particle);
+    ``moving(T, me, u1, u2, u3, o1, o2, o3, e1, e2, e3)``
+        ``me`` seen from a moving wall whose rigid velocity field is ``u`` (the
+        dashpots') and ``e`` (the drift's) at the particle's centre, turning at ``o``
+        (:func:`interface.in_wall_frame` for the laws that read velocities; ``me``
+        itself for a law that does not).
 
 A law calls only functions compiled by its own ``build``. The host side of a law (its
 parameters, their validation, the pair table) is

@@ -88,6 +88,10 @@ def build(jit):
         f, u = force(T, dist, me, p)
         return u
 
+    @jit
+    def moving(T, me, u1, u2, u3, o1, o2, o3, e1, e2, e3):
+        return me  # no velocities: a moving wall is where it is
+
     return _namespace(locals())
 
 
@@ -95,5 +99,5 @@ def _namespace(scope):
     from types import SimpleNamespace
 
     names = ("body", "params", "load", "store", "contact", "pair", "release", "energy", "wall_contact", "wall",
-             "wall_release", "wall_energy")  # fmt: skip
+             "wall_release", "wall_energy", "moving")  # fmt: skip
     return SimpleNamespace(**{k: scope[k] for k in names})

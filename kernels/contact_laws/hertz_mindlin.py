@@ -11,7 +11,7 @@ infinite radius and mass at rest (``l_b = 0``, ``R* = r``, ``m* = m``).
 
 import math
 
-from .interface import EVALUATE, NONE, RELEASE
+from .interface import EVALUATE, NONE, RELEASE, in_wall_frame
 
 NAME = "hertz-mindlin"
 #: Floats kept per contact: tangential spring ``ξ`` (3), rolling spring ``ψ`` (3),
@@ -375,6 +375,8 @@ def build(jit):
 
     from types import SimpleNamespace
 
-    return SimpleNamespace(body=body, params=params, load=load, store=store, contact=contact, pair=pair,
+    moving = jit(in_wall_frame)
+
+    return SimpleNamespace(moving=moving, body=body, params=params, load=load, store=store, contact=contact, pair=pair,
                            release=release, energy=energy, wall_contact=wall_contact, wall=wall,
                            wall_release=wall_release, wall_energy=wall_energy)  # fmt: skip

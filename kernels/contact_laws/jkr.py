@@ -31,7 +31,7 @@ contact).
 
 import math
 
-from .interface import EVALUATE, NONE
+from .interface import EVALUATE, NONE, in_wall_frame
 
 NAME = "jkr"
 HISTORY = 4
@@ -283,6 +283,8 @@ def build(jit):
 
     from types import SimpleNamespace
 
-    return SimpleNamespace(body=body, params=params, load=load, store=store, contact=contact, pair=pair,
+    moving = jit(in_wall_frame)
+
+    return SimpleNamespace(moving=moving, body=body, params=params, load=load, store=store, contact=contact, pair=pair,
                            release=release, energy=energy, wall_contact=wall_contact, wall=wall,
                            wall_release=wall_release, wall_energy=wall_energy)  # fmt: skip

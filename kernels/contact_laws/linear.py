@@ -36,7 +36,7 @@ History per contact: ``ξ`` (3) and a flag (1 while in contact).
 
 import math
 
-from .interface import EVALUATE, NONE, RELEASE
+from .interface import EVALUATE, NONE, RELEASE, in_wall_frame
 
 NAME = "linear"
 HISTORY = 4
@@ -212,6 +212,8 @@ def build(jit):
 
     from types import SimpleNamespace
 
-    return SimpleNamespace(body=body, params=params, load=load, store=store, contact=contact, pair=pair,
+    moving = jit(in_wall_frame)
+
+    return SimpleNamespace(moving=moving, body=body, params=params, load=load, store=store, contact=contact, pair=pair,
                            release=release, energy=energy, wall_contact=wall_contact, wall=wall,
                            wall_release=wall_release, wall_energy=wall_energy)  # fmt: skip

@@ -22,9 +22,11 @@ import numpy as np
 from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
+from kernels.walls import FRAME_MOVING, FRAME_P, FRAME_WIDTH, MOTION_MOVING, MOTION_P0, MOTION_WIDTH
 
 from ..neighbors import NeighborList, placeholder_law
 from .laws import reach
+from .motion import layout
 
 
 class ParticleContacts:
@@ -166,11 +168,25 @@ class Walls:
     family = FAMILY_WALLS
     energy_keys = ("U_pw",)
 
-    def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None, first=None, replica=None):
+    def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None, first=None, replica=None,
+                 motions=None):  # fmt: skip
         xp = backend.xp
         self.backend = backend
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
-        self.planes = xp.asarray(self.planes_host, dtype=dtype)
+        self.planes = xp.array(self.planes_host, dtype=dtype)  # a copy: the moving walls' planes change
+        # prescribed motion (kernels.walls): the planes at t = 0, each wall's motion, the
+        # walls' clock; ``planes`` then holds where the walls are at the state's time
+        self.motions = None if motions is None else list(motions)
+        motion, table = layout(self.motions, len(self.planes_host))
+        self.moving = bool(motion[:, MOTION_MOVING].any()) if len(motion) else False
+        self.ref = xp.array(self.planes_host)
+        self.motion = xp.asarray(motion)
+        self.table = xp.asarray(table)
+        frame = np.zeros((len(self.planes_host), FRAME_WIDTH))
+        frame[:, FRAME_P:FRAME_P + 3] = motion[:, MOTION_P0:MOTION_P0 + 3]  # each wall's centre
+        frame[:, FRAME_MOVING] = motion[:, MOTION_MOVING]
+        self.frame = xp.asarray(frame, dtype=dtype)
+        self.clock = xp.zeros(3 if self.moving else 0, dtype=np.float64)
         self.k = xp.asarray(np.asarray(k), dtype=dtype)
         self.mat = xp.asarray(np.zeros(len(self.planes_host), np.int32) if mat is None else np.asarray(mat, np.int32))
         if first is None:
@@ -204,7 +220,15 @@ class Walls:
 
     def kernel_args(self) -> WallArgs:
         dev = self.backend.kernels.to_device
-        return WallArgs(dev(self.planes), dev(self.mat), dev(self.first), dev(self.replica))
+        return WallArgs(dev(self.planes), dev(self.mat), dev(self.first), dev(self.replica), dev(self.ref),
+                        dev(self.motion), dev(self.table), dev(self.frame), dev(self.clock))
+
+    def planes_now(self) -> np.ndarray:
+        """The planes ``(n, c)`` (W, 4) where the walls are now (host float64): the last
+        placement by the kernels for moving walls, else the model's planes."""
+        if not self.moving:
+            return self.planes_host
+        return np.asarray(self.backend.to_host(self.planes), dtype=np.float64)
 
     def accumulate(self, model, cfg) -> None:
         model.accumulate_family(self.family, cfg)
@@ -216,4 +240,7 @@ class Walls:
 def no_wall_args(backend, dtype) -> WallArgs:
     xp, dev = backend.xp, backend.kernels.to_device
     return WallArgs(dev(xp.zeros((0, 4), dtype=dtype)), dev(xp.zeros(0, dtype=np.int32)),
-                    dev(xp.zeros(0, dtype=np.int64)), dev(xp.zeros(0, dtype=np.int32)))
+                    dev(xp.zeros(0, dtype=np.int64)), dev(xp.zeros(0, dtype=np.int32)),
+                    dev(xp.zeros((0, 4), dtype=np.float64)), dev(xp.zeros((0, MOTION_WIDTH), dtype=np.float64)),
+                    dev(xp.zeros((0, 7), dtype=np.float64)), dev(xp.zeros((0, FRAME_WIDTH), dtype=dtype)),
+                    dev(xp.zeros(0, dtype=np.float64)))  # fmt: skip

@@ -103,6 +103,7 @@ class ParticleEngine:
         self._saved = [xp.zeros_like(a) for a in (state.x, state.v, state.q, state.omega, state.F, state.RM,
                                                   state.broken, state.released)]  # fmt: skip
         self._saved_peak = None  # a copy of the wall contact peak (Model.wall_peak_of), made for its shape
+        self._saved_work = None  # a copy of the moving walls' work (Model.wall_work_of), made for its shape
         self._saved_law = None  # copies of the law's arrays (Model.law_arrays), made for their shapes
         stream = None
         if be.name == "gpu" and not be.simulated:
@@ -129,7 +130,7 @@ class ParticleEngine:
     def _arrays(self):
         s = self.state
         return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated,
-                s.wall_contact_peak)  # fmt: skip
+                s.wall_contact_peak, s.wall_work)  # fmt: skip
 
     def _bundles(self) -> dict:
         dev = self.model.backend.kernels.to_device
@@ -143,8 +144,11 @@ class ParticleEngine:
         peak = self.model.wall_peak_of(self.state)
         if self._saved_peak is None or self._saved_peak.shape != peak.shape:
             self._saved_peak = peak.copy()
+        work = self.model.wall_work_of(self.state)
+        if self._saved_work is None or self._saved_work.shape != work.shape:
+            self._saved_work = work.copy()
         b["saved"] = Dynamics(*(dev(a) for a in self._saved), dev(law["none3"]), dev(law["none3"]),
-                              *(dev(sl[k]) for k in names), dev(self._saved_peak))  # fmt: skip
+                              *(dev(sl[k]) for k in names), dev(self._saved_peak), dev(self._saved_work))  # fmt: skip
         b["flags"] = Flags(dev(self.state.status), dev(self.report))
         return b
 
@@ -193,6 +197,7 @@ class ParticleEngine:
         if self.neighbors is not None and not self.neighbors.valid:
             self.neighbors.build(st.x)
             self._check_binding()
+        self._wall_clock(None)
         self.program.head(False)
         if self.model.law is not None and self.model.law.vp is not None:  # the first evaluation sees v and Ω
             self.program.velocities()
@@ -249,6 +254,7 @@ class ParticleEngine:
         """Run one block (on the thread count :class:`ThreadTuner` picks, on the CPU);
         returns the report, the threads and the seconds it took."""
         tuner = self.threads
+        self._wall_clock(h)
         if tuner is None:
             self.program.block(count, scheme, h, rebuild)
             return self.program.read_report(), None, 0.0
@@ -267,6 +273,7 @@ class ParticleEngine:
         as it was before the step."""
         self.prepare()
         p = self.program
+        self._wall_clock(h)
         p.head(False)
         p.advance(scheme, h)
         p.tail()
@@ -298,6 +305,7 @@ class ParticleEngine:
         if self.neighbors is not None and not self.neighbors.valid:
             self.neighbors.build(self.state.x)
             self._check_binding()
+        self._wall_clock(None)
         self.program.head(False)
         self.program.tail()
         rep = self.program.read_report()
@@ -331,6 +339,21 @@ class ParticleEngine:
         if free >= min(wanted, (fresh + 1) // 2) and free >= 1:
             return free, False
         return fresh, True
+
+    def _wall_clock(self, h) -> None:
+        """The moving walls' clock before a head: the state's time as :meth:`_commit`
+        counts it, ``t_0 + k h`` with the origin the next step will use (``h = None``:
+        no step follows, the walls go to the state's time)."""
+        st = self.state
+        if h is None:
+            self.program.set_wall_clock(st.time, 0, 0.0)
+            return
+        h = float(h)
+        clock = st.clock
+        if clock is None or clock[2] != h or clock[3] != (st.time, st.step):
+            self.program.set_wall_clock(st.time, 0, h)
+        else:
+            self.program.set_wall_clock(clock[0], st.step - clock[1], h)
 
     def _commit(self, count: int, h) -> None:
         """Advance the clock: ``time = t0 + (step - step0) h`` with ``(t0, step0, h)`` in
