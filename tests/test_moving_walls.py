@@ -223,6 +223,32 @@ def test_moving_walls_are_the_same_bit_for_bit_for_every_block_length_and_throug
     assert float(host(model, ref.wall_work).sum()) != 0.0
 
 
+def test_replicas_move_their_own_walls():
+    """Two replicas on belts of different speeds, in one model: each moves as it does
+    alone (the walls' motion is per wall, the work per particle)."""
+
+    def belt(speed):
+        b = gr.ModelBuilder()
+        b.add_material("steel", density=RHO, young=2e8, poisson=0.3, restitution=0.5, friction=0.5)
+        b.set_gravity([0.0, 0.0, -9.81])
+        b.add_particles([[0.0, 0.0, 0.99922 * R]], radius=R, mass=MASS, material="steel")
+        b.set_contacts(law="hertz-mindlin")
+        b.add_wall([0, 0, 1], 0.0, material="steel", velocity=[speed, 0.0, 0.0], allow_initial_overlap=True)
+        return b
+
+    both = gr.replicate([belt(0.1), belt(0.2)]).finalize("cpu")
+    s = both.state()
+    gr.ExplicitIntegrator("verlet").advance(both, s, 1e-5, 2000)  # both roll by then, at 2V/7
+    for k, speed in enumerate((0.1, 0.2)):
+        alone = belt(speed).finalize("cpu")
+        a = alone.state()
+        gr.ExplicitIntegrator("verlet").advance(alone, a, 1e-5, 2000)
+        for name in ("x", "v", "omega", "wall_work"):
+            np.testing.assert_allclose(host(both, getattr(s, name))[k], host(alone, getattr(a, name))[0], rtol=1e-12,
+                                       atol=1e-16, err_msg=name)  # fmt: skip
+    assert host(both, s.v)[1, 0] > 1.5 * host(both, s.v)[0, 0] > 0
+
+
 @pytest.mark.gpu
 def test_the_gpu_kernels_move_the_walls_as_the_cpu_does(gpu_backend):
     steps = 60 if gpu_backend.simulated else 600
