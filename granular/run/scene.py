@@ -350,7 +350,9 @@ class Wall(_Strict):
     material: Annotated[str, Field(min_length=1)] | None = None
     allow_initial_overlap: bool = False
     # prescribed motion (ModelBuilder.add_wall): a constant velocity or rows [t, vx, vy, vz]
-    velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = None
+    velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = Field(
+        None, description="3 numbers [vx, vy, vz] (a constant velocity) or rows [[t, vx, vy, vz], ...] (a table, "
+        "times strictly increasing)")  # fmt: skip
     angular_velocity: Vec3 | None = None
     center: Vec3 | None = None
 
