@@ -20,9 +20,10 @@ from . import rotations
 from ._version import __version__
 from .backend import Backend, BackendError, get_backend
 from .particles import diagnostics, shapes
-from .particles.analysis import ContactList, contact_list, forces_by_family, wall_loads
+from .particles.analysis import ContactList, contact_list, forces_by_family, mesh_loads, wall_loads
 from .particles.integrators import ExplicitIntegrator, IntegrationError, NonFiniteError, StepSizeError
 from .particles.builder import ModelBuilder
+from .particles.forces.meshes import TriangleMesh
 from .particles.model import Model
 from .particles.replicas import replica_diagnostics, replicate
 from .particles.stability import StepEstimate, estimate_stable_step
@@ -67,4 +68,6 @@ __all__ = [
     "save_state",
     "shapes",
     "wall_loads",
+    "mesh_loads",
+    "TriangleMesh",
 ]

@@ -458,10 +458,13 @@ def build_parser(p=None):
     p.add_argument("--backend", default="all", choices=("cpu", "gpu", "all"),
                    help="where to measure (default all: the CPU, and the GPU when there is one)")
     p.add_argument("--workload", default="block,spheres,torus",
-                   help="comma list of block, block-friction, spheres-friction, spheres, torus, pile")  # fmt: skip
+                   help="comma list of block, block-friction, spheres-friction, spheres, torus, pile, mesh "
+                        "(the frictional spheres against a meshed wall)")  # fmt: skip
     p.add_argument("--n", default="10,22,40", help="block edges, N = n^3 (default 10,22,40)")
     p.add_argument("--spheres", default="10000,100000", help="particle counts of the spheres workload")
     p.add_argument("--pile", default="10000", help="grain counts of the pile workload")
+    p.add_argument("--mesh", type=int, default=71,
+                   help="the mesh workload's wall: mesh x mesh squares of two triangles (default 71: 10,082)")
     p.add_argument("--precision", default="float64",
                    help="comma list of float64, float32: each workload is measured in each (default float64)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds timed per row")
@@ -502,10 +505,10 @@ def run_bench(args) -> int:
     """Measure the rows ``args`` (see :func:`build_parser`) ask for and print them."""
     names = ["cpu", "gpu"] if args.backend == "all" else [args.backend]
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
-    bad = set(workloads) - {"block", "block-friction", "spheres-friction", "spheres", "torus", "pile"}
+    bad = set(workloads) - {"block", "block-friction", "spheres-friction", "spheres", "torus", "pile", "mesh"}
     if bad:
         print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, "
-              "spheres-friction, spheres, torus, pile", file=sys.stderr)  # fmt: skip
+              "spheres-friction, spheres, torus, pile, mesh", file=sys.stderr)  # fmt: skip
         return 2
     precisions = [p.strip() for p in args.precision.split(",")]
     if set(precisions) - {"float64", "float32"}:
@@ -539,6 +542,10 @@ def run_bench(args) -> int:
                 if "spheres-friction" in workloads:
                     loose = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False)  # noqa: E731
                     cases.append(("spheres-friction", loose, 1e-3, dtype, n))
+                if "mesh" in workloads:  # the frictional spheres against a meshed wall of 2 mesh² triangles
+                    meshed = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
+                                                              mesh=args.mesh)  # fmt: skip
+                    cases.append(("mesh", meshed, 1e-3, dtype, n))
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
         for label, build, h, dtype, edge in cases:
@@ -547,6 +554,17 @@ def run_bench(args) -> int:
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
             rows.append(r)
             _print_row(r)
+            if label == "mesh":
+                del model
+                pair = paired_cost(
+                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False).finalize(be, dtype=np.dtype(dtype)),
+                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False, mesh=args.mesh).finalize(
+                        be, dtype=np.dtype(dtype)), h, args.min_time, graphs=not args.eager)  # fmt: skip
+                r["triangles"] = 2 * args.mesh * args.mesh
+                r["cost_vs_plane"] = pair["median"]
+                print(f"{'':<10} mesh of {r['triangles']} triangles / planar wall, N = {r['N']}: {pair['median']:.2f}x "
+                      f"per step, median of {pair['rounds']} interleaved windows (range {pair['min']:.2f}-"
+                      f"{pair['max']:.2f}x)", flush=True)  # fmt: skip
             if label == "block-friction" and "block" in workloads:
                 # the ratio from interleaved windows of both runs: one row each, measured
                 # minutes apart, can differ by tens of per cent on a shared machine

@@ -37,7 +37,7 @@ bodies' materials (a wall has a material too).
 import math
 from types import SimpleNamespace
 
-from . import laws
+from . import laws, meshes
 from .contact_laws.interface import EVALUATE, NONE, RELEASE
 from .walls import FRAME_MOVING
 
@@ -75,6 +75,9 @@ def build(jit, law, bond_fns):
         if mb >= nmat:
             mb = mb % nmat
         return ma * nmat + mb
+
+    M = meshes.build(jit, L, H, pair_row)
+    mesh_sum, mesh_energy, mesh_load_of, rigid_view = M.mesh_sum, M.mesh_energy, M.mesh_load, M.view
 
     bond_terms, bond_breaks = bond_fns.bond_terms, bond_fns.bond_breaks
 
@@ -576,11 +579,7 @@ def build(jit, law, bond_fns):
             moving = moves and fr[w, FRAME_MOVING] != z
             u1 = u2 = u3 = o1 = o2 = o3 = z
             if moving:  # the particle seen from the wall: its velocities less the wall's field at x_i
-                y1, y2, y3 = x[i, 0] - fr[w, 0], x[i, 1] - fr[w, 1], x[i, 2] - fr[w, 2]
-                o1, o2, o3 = fr[w, 6], fr[w, 7], fr[w, 8]
-                s1, s2, s3 = o2 * y3 - o3 * y2, o3 * y1 - o1 * y3, o1 * y2 - o2 * y1
-                u1, u2, u3 = fr[w, 3] + s1, fr[w, 4] + s2, fr[w, 5] + s3
-                mine = law_moving(T, me, u1, u2, u3, o1, o2, o3, fr[w, 9] + s1, fr[w, 10] + s2, fr[w, 11] + s3)
+                mine, u1, u2, u3, o1, o2, o3 = rigid_view(T, me, x[i, 0], x[i, 1], x[i, 2], fr, w, law_moving)
             r = law_wall(T, n1, n2, n3, dist, mine, p, hist, h)
             if moving and update:  # power into the particle at the contact point x_i - dist n
                 uc1 = u1 - dist * (o2 * n3 - o3 * n2)
@@ -606,6 +605,24 @@ def build(jit, law, bond_fns):
                 fm = T(math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]))
                 if fm > peak:  # noqa: PLR1730 (a comparison, not max: a NaN never raises it, on any backend)
                     peak = fm
+        if walls.tri.shape[0] > 0:  # the triangle meshes (kernels.meshes)
+            ms = mesh_sum(T, i, me, update, h, dyn, par, walls, contacts, contacts.mat[i], contacts.nmat, U, D,
+                          MOMENTS, DISSIPATES)  # fmt: skip
+            f1, c1 = cadd(f1, c1, ms[0])
+            f2, c2 = cadd(f2, c2, ms[1])
+            f3, c3 = cadd(f3, c3, ms[2])
+            m1, e1 = cadd(m1, e1, ms[3])
+            m2, e2 = cadd(m2, e2, ms[4])
+            m3, e3 = cadd(m3, e3, ms[5])
+            u, cu = cadd(u, cu, ms[6])
+            dn += ms[7]
+            df += ms[8]
+            dr += ms[9]
+            dt += ms[10]
+            touching += ms[11]
+            if ms[12] > peak:  # noqa: PLR1730
+                peak = ms[12]
+            work += ms[13]
         if peak > z and dyn.wpeak.shape[0] > 0 and peak > dyn.wpeak[i]:  # (0,): no maximum kept
             dyn.wpeak[i] = peak
         if work != z and dyn.wwork.shape[0] > 0:
@@ -717,10 +734,21 @@ def build(jit, law, bond_fns):
             touching += 1
             p = law_params(contacts.pair, pair_row(contacts.mat[i], walls.mat[w], contacts.nmat))
             upw, cpw = cadd(upw, cpw, law_wall_energy(T, n1, n2, n3, dist, me, p, law_load(dyn.whist, i, k)))
+        if walls.tri.shape[0] > 0:
+            um = mesh_energy(T, i, me, dyn, par, walls, contacts, contacts.mat[i], contacts.nmat)
+            upw, cpw = cadd(upw, cpw, um[0])
+            touching += um[1]
         return upp + cpp, upw + cpw, touching
+
+    @jit
+    def mesh_load(i, dyn, par, walls, contacts, out, out_tri):
+        """Particle ``i``'s loads on the meshes (:mod:`kernels.meshes` ``mesh_load``)."""
+        T = dyn.x.dtype.type
+        mesh_load_of(T, i, law_body(T, i, dyn, par), dyn, par, walls, contacts, contacts.mat[i], contacts.nmat, out,
+                     out_tri)  # fmt: skip
 
     return SimpleNamespace(law=L, pair_row=pair_row, bonded=bonded, pair_sum=pair_sum, pair_pass=pair_pass,
                            gather=gather, cross_pass=cross_pass, direct_start=direct_start, direct_sum=direct_sum,
-                           wall_load=wall_load,
+                           wall_load=wall_load, mesh_load=mesh_load,
                            wall_range=wall_range, wall_sum=wall_sum, energies=energies)  # fmt: skip
 

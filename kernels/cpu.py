@@ -88,6 +88,9 @@ _FALSE = np.bool_(False)
 # Laws and bodies are inlined at Numba IR level into the range functions: LLVM does not
 # inline across separately compiled functions returning tuples.
 _jit = njit(inline="always", error_model="numpy")
+# The triangle-mesh loops (kernels.meshes) are compiled once, called from the inlined wall
+# loops: inlined at every call site they multiplied the compile time of every law.
+_jit.outline = njit(error_model="numpy")
 
 # IEEE arithmetic as on the GPU (``error_model="numpy"``): a division by zero gives an
 # infinity or a NaN, which the step's finiteness checks report, instead of a Python
@@ -196,6 +199,7 @@ def _compile(law):
     _report_values = _P.report_values
     _bucket_of = _G.bucket_of
     _wall_load = _I.contacts.wall_load
+    _mesh_load = _I.contacts.mesh_load
     _W = wall_motion.build(_jit)
     _walls_tick = _W.tick
     _walls_place = _W.place
@@ -257,6 +261,11 @@ def _compile(law):
     def _wall_loads_range(lo, hi, w, dyn, par, walls, contacts, out):
         for i in range(lo, hi):
             _wall_load(i, w, dyn, par, walls, contacts, out)
+
+    @kernel
+    def _mesh_loads_range(lo, hi, dyn, par, walls, contacts, out, out_tri):
+        for i in range(lo, hi):
+            _mesh_load(i, dyn, par, walls, contacts, out, out_tri)
 
 
     @kernel
@@ -648,6 +657,11 @@ def _compile(law):
         """Each particle's load on wall ``w`` (force, moment about its centre) into ``out`` (N, 6)."""
         _wall_loads_range(0, dyn.x.shape[0], w, dyn, par, walls, contacts, out)
 
+    def mesh_loads(dyn, par, walls, contacts, out, out_tri):
+        """Each particle's loads on the meshes into ``out`` (N, 4, 9) and ``out_tri`` (N, 4)
+        (:mod:`kernels.meshes` ``mesh_load``)."""
+        _mesh_loads_range(0, dyn.x.shape[0], dyn, par, walls, contacts, out, out_tri)
+
 
     def walls_place(walls):
         """Put the moving walls where the walls' clock says (:mod:`kernels.walls`)."""
@@ -770,7 +784,7 @@ def _compile(law):
                            save=save, block_start=block_start, report=report, family_forces=family_forces,
                            diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild, block=block,
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
-                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads,
+                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads, mesh_loads=mesh_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS,
                            DIRECT_PASS=DIRECT_PASS, REBUILDS_IN_BLOCK=True)  # fmt: skip
 

@@ -43,6 +43,7 @@ TPB = THREADS_PER_BLOCK
 # Device functions are inlined into the kernels (NVVM ``alwaysinline``); the simulator's
 # decorator has no such option.
 _device = cuda.jit(device=True) if SIMULATED else cuda.jit(device=True, forceinline=True)
+_device.outline = cuda.jit(device=True)  # the triangle-mesh loops: one device function each
 
 name = "cuda"
 simulated = SIMULATED
@@ -114,6 +115,7 @@ def _compile(law):
     _build_body = _G.build_body
     _keep_body = _G.keep_body
     _wall_load = _I.contacts.wall_load
+    _mesh_load = _I.contacts.mesh_load
     _W = wall_motion.build(_device)
     _walls_tick = _W.tick
     _walls_place = _W.place
@@ -126,6 +128,12 @@ def _compile(law):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _wall_load(i, w, dyn, par, walls, contacts, out)
+
+    @cuda.jit
+    def _mesh_loads_kernel(dyn, par, walls, contacts, out, out_tri):
+        i = cuda.grid(1)
+        if i < dyn.x.shape[0]:
+            _mesh_load(i, dyn, par, walls, contacts, out, out_tri)
 
 
     @cuda.jit
@@ -339,6 +347,10 @@ def _compile(law):
         """Each particle's load on wall ``w`` (force, moment about its centre) into ``out`` (N, 6)."""
         _launch(_wall_loads_kernel, dyn.x.shape[0])(w, dyn, par, walls, contacts, out)
 
+    def mesh_loads(dyn, par, walls, contacts, out, out_tri):
+        """Each particle's loads on the meshes into ``out`` (N, 4, 9) and ``out_tri`` (N, 4)."""
+        _launch(_mesh_loads_kernel, dyn.x.shape[0])(dyn, par, walls, contacts, out, out_tri)
+
 
     def walls_place(walls):
         """Put the moving walls where the walls' clock says (one thread; nothing without)."""
@@ -402,7 +414,7 @@ def _compile(law):
                            save=save, block_start=block_start, report=report, family_forces=family_forces,
                            diagnostics=diagnostics, bond_measures=bond_measures, rebuild=rebuild,
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
-                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads,
+                           walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads, mesh_loads=mesh_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS, block=None,
                            kernels=compiled)  # fmt: skip
 

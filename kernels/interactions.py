@@ -123,7 +123,7 @@ def build(jit, base, law, prefetch=None):
                 dyn.dissip[i, 1] += c[7]
                 dyn.dissip[i, 2] += c[8]
                 dyn.dissip[i, 3] += c[9]
-        if walls.planes.shape[0] > 0:
+        if walls.planes.shape[0] > 0 or walls.tri.shape[0] > 0:
             w = wall_sum(i, True, h, dyn, par, walls, contacts)
             f1 = f1 + w[0]
             f2 = f2 + w[1]
@@ -220,7 +220,7 @@ def build(jit, base, law, prefetch=None):
                     RM[i, 1] += d[4]
                     RM[i, 2] += d[5]
         elif family == FAMILY_WALLS:
-            if walls.planes.shape[0] > 0:
+            if walls.planes.shape[0] > 0 or walls.tri.shape[0] > 0:
                 d = wall_sum(i, False, T(0.0), dyn, par, walls, contacts)
                 F[i, 0] += d[0]
                 F[i, 1] += d[1]

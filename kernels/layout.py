@@ -89,9 +89,17 @@ precision. Units are consistent units of length, time and mass.
     Prescribed motion (:mod:`kernels.walls`): ``ref`` (W, 4) float64 the planes at
     ``t = 0``; ``motion`` (W, 9) float64 each wall's rotation centre, angular velocity,
     rows of ``table`` and whether it moves; ``table`` (K, 7) float64 the tabulated
-    translation velocities; ``frame`` (W, 12) float64 where each moving wall is and how
-    fast it goes at the clock's time; ``clock`` (3,) float64 ``(t_0, k, h)``, the time
-    being ``t_0 + k h``, or (0,) when no wall moves (then ``planes`` never change).
+    translation velocities; ``frame`` (W + M, 22) where each moving wall and mesh is and
+    how fast it goes at the clock's time (the run's dtype); ``clock`` (3,) float64
+    ``(t_0, k, h)``, the time being ``t_0 + k h``, or (0,) when nothing moves (then
+    ``planes`` never change). ``motion`` and ``frame`` have a row per plane then one per
+    mesh.
+    Triangle meshes (:mod:`kernels.meshes`; all empty without): ``tri`` (T, 12) each
+    triangle's vertices and unit normal in its mesh's reference pose; ``mesh_geo`` (M,
+    11) and ``mesh_idx`` (M, 3) int64 each mesh's bins, smooth angle, reference centre,
+    frame row and material; ``cell_first`` (C+1,) int64 and ``cell_tri`` (K,) int32 the
+    triangles binned in each cell (CSR); ``pick`` (N, 4, 9) and ``pick_tri`` (N, 4) int32
+    the contacts each particle chose (scratch).
 
 ``Fields``: uniform gravity and the 3D pendulum (39)
     ``gravity`` (3,) or (0,) for none [length/time²]; ``pendulum_of`` (N,) int32 the
@@ -124,7 +132,9 @@ Contacts = namedtuple(
 #: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells
 #: box``: :func:`kernels.grid.build` ``sort_cells``; empty arrays where it is not used).
 Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica order start xs cells box")
-Walls = namedtuple("Walls", "planes mat first replica ref motion table frame clock")
+Walls = namedtuple(
+    "Walls", "planes mat first replica ref motion table frame clock tri mesh_geo mesh_idx cell_first cell_tri pick pick_tri"
+)
 Fields = namedtuple("Fields", "gravity pendulum_of rho0 mg vertical replica")
 Flags = namedtuple("Flags", "status report")
 

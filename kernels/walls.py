@@ -17,8 +17,13 @@ the same step whatever the block length. :func:`place` writes ``planes`` (the pl
 ``planes`` (so that a float32 force pass stays single precision): ``p(t)`` (3), ``Ḋ(t)``
 (3), ``ω`` (3), the translation's mean velocity over the step that ended at ``t``,
 ``(D(t) - D(t - h)) / h`` (3), which stretches the contact springs by the wall's actual
-displacement (``docs/geometry.md``), and 1 for a moving wall (the host writes the
-flag, and ``p`` of a wall at rest: its centre).
+displacement (``docs/geometry.md``), 1 for a moving wall (the host writes the
+flag, and ``p`` of a wall at rest: its centre), and ``R(ω t)`` (9, row by row), which
+takes a triangle mesh's reference pose to where it is (:mod:`kernels.meshes`).
+
+The rows of ``motion`` and ``frame`` are the planar walls' (W, the rows of ``planes``)
+followed by the triangle meshes' (a mesh moves as a rigid body: only its frame changes,
+its triangles stay in their reference pose).
 
 Layout of ``motion`` (W, 9) float64: ``p_0`` (3), ``ω`` (3), the wall's first and
 end row of ``table`` (two integers as floats), and 1.0 for a moving wall; ``table`` (K, 7)
@@ -41,7 +46,8 @@ FRAME_U = 3
 FRAME_OMEGA = 6
 FRAME_DRIFT = 9
 FRAME_MOVING = 12
-FRAME_WIDTH = 13
+FRAME_R = 13
+FRAME_WIDTH = 22
 
 
 def translation(table, lo, hi, t):
@@ -99,16 +105,22 @@ def build(jit):
             e2 = (d[1] - b[1]) / hc
             e3 = (d[2] - b[2]) / hc
         p1, p2, p3 = m[w, 0] + d[0], m[w, 1] + d[1], m[w, 2] + d[2]
-        ref = walls.ref
-        n = rot(w1, w2, w3, t, ref[w, 0], ref[w, 1], ref[w, 2])
-        c0 = ref[w, 3]
-        q = rot(w1, w2, w3, t, c0 * ref[w, 0] - m[w, 0], c0 * ref[w, 1] - m[w, 1], c0 * ref[w, 2] - m[w, 2])
-        T = walls.planes.dtype.type
-        walls.planes[w, 0] = T(n[0])
-        walls.planes[w, 1] = T(n[1])
-        walls.planes[w, 2] = T(n[2])
-        walls.planes[w, 3] = T(n[0] * (p1 + q[0]) + n[1] * (p2 + q[1]) + n[2] * (p3 + q[2]))
+        T = walls.frame.dtype.type
+        if w < walls.planes.shape[0]:  # a planar wall (the rows after the planes are meshes)
+            ref = walls.ref
+            n = rot(w1, w2, w3, t, ref[w, 0], ref[w, 1], ref[w, 2])
+            c0 = ref[w, 3]
+            q = rot(w1, w2, w3, t, c0 * ref[w, 0] - m[w, 0], c0 * ref[w, 1] - m[w, 1], c0 * ref[w, 2] - m[w, 2])
+            walls.planes[w, 0] = T(n[0])
+            walls.planes[w, 1] = T(n[1])
+            walls.planes[w, 2] = T(n[2])
+            walls.planes[w, 3] = T(n[0] * (p1 + q[0]) + n[1] * (p2 + q[1]) + n[2] * (p3 + q[2]))
         f = walls.frame
+        for col in range(3):  # R's columns: the images of the axes
+            a = rot(w1, w2, w3, t, 1.0 if col == 0 else 0.0, 1.0 if col == 1 else 0.0, 1.0 if col == 2 else 0.0)
+            f[w, FRAME_R + col] = T(a[0])
+            f[w, FRAME_R + 3 + col] = T(a[1])
+            f[w, FRAME_R + 6 + col] = T(a[2])
         f[w, 0], f[w, 1], f[w, 2] = T(p1), T(p2), T(p3)
         f[w, 3], f[w, 4], f[w, 5] = T(d[3]), T(d[4]), T(d[5])
         f[w, 6], f[w, 7], f[w, 8] = T(w1), T(w2), T(w3)

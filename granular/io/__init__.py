@@ -6,13 +6,14 @@ leaves a half-written output file."""
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .plots import plot_series
 from .series import SeriesWriter, read_series
-from .vtk import FrameWriter, WallFrameWriter, write_walls
+from .vtk import FrameWriter, MeshFrameWriter, WallFrameWriter, write_walls
 
 __all__ = [
     "CheckpointError",
     "FrameWriter",
     "SeriesWriter",
     "WallFrameWriter",
+    "MeshFrameWriter",
     "load_checkpoint",
     "plot_series",
     "read_series",

@@ -382,6 +382,30 @@ class WallFrameWriter(FrameWriter):
                                            float(size)))  # fmt: skip
 
 
+class MeshFrameWriter(FrameWriter):
+    """``OUT/meshes.pvd`` and ``OUT/meshes/meshes_NNNNNN.vtu``: the triangle meshes at each
+    frame's time, where they are (a moving mesh moves in ParaView), with cell data
+    ``mesh`` (the mesh's index) and ``force`` (the particles' force on each triangle)
+    and point data ``displacement`` (from the pose at ``t = 0``). The same contract as
+    :class:`FrameWriter`."""
+
+    pvd_name, dir_name, stem = "meshes.pvd", "meshes", "meshes"
+
+    def write_meshes(self, time: float, points, triangles, mesh_id, force, displacement) -> str:
+        """Write the meshes' ``points`` (P, 3) and ``triangles`` (T, 3) with the cell data
+        ``mesh_id`` (T,) and ``force`` (T, 3) at ``time``; returns the frame's path."""
+        import meshio
+
+        t = _check_time(time, self._frames[-1][0] if self._frames else None)
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        tri = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+        m = meshio.Mesh(pts, [("triangle", tri)],
+                        point_data={"displacement": np.asarray(displacement, dtype=np.float64).reshape(-1, 3)},
+                        cell_data={"mesh": [np.asarray(mesh_id, dtype=np.int32)],
+                                   "force": [np.asarray(force, dtype=np.float64).reshape(-1, 3)]})  # fmt: skip
+        return self._append(t, m)
+
+
 class FrameQueue:
     """Writes the frames of a :class:`FrameWriter` on a background thread, in order, so
     that the step loop does not wait for the VTK encoding and the disk.

@@ -137,6 +137,33 @@ def wall_loads(model, state) -> tuple[np.ndarray, np.ndarray]:
     return loads[:, :3].copy(), loads[:, 3:].copy()
 
 
+def mesh_loads(model, state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The load of the particles on each triangle mesh at ``state``: the force on it
+    [M L/T²] and its moment about the mesh's centre (its ``center``, by default its area
+    centroid; a moving mesh's centre moves with it) [M L²/T²], each (M, 3), and the force on
+    each triangle (T, 3), the meshes' triangles in the order they were added; host float64,
+    from the contacts the force pass chooses (``docs/geometry.md``).
+
+    Examples
+    --------
+    A sphere resting 0.001 into a flat mesh feels the same force as on a planar wall:
+
+    >>> import granular as gr
+    >>> b = gr.ModelBuilder()
+    >>> _ = b.add_particles([[0.3, 0.2, 0.499]], radius=0.5, mass=2.0)
+    >>> b.set_contacts(kpp=1e4)
+    >>> floor = gr.TriangleMesh.rectangle([0, 0, 0], [2, 0, 0], [0, 2, 0], divisions=(4, 4))
+    >>> b.add_mesh(floor, allow_initial_overlap=True)
+    0
+    >>> model = b.finalize("cpu")
+    >>> F, M, per_triangle = gr.mesh_loads(model, model.state())
+    >>> F.round(6).tolist(), int((per_triangle[:, 2] != 0).sum())
+    ([[0.0, 0.0, -1.788854]], 1)
+    """
+    loads, per_tri = model.mesh_loads(state)
+    return loads[:, :3].copy(), loads[:, 3:].copy(), per_tri
+
+
 def _touching_pairs(model, x, r, reach=0.0, broken=None):
     """Particle pairs ``i < j`` closer than ``r_i + r_j + reach``, less the ones joined by
     an intact bond (``broken``: the bonds' flags; none broken if not given) that the

@@ -86,6 +86,7 @@ class ModelBuilder(ContactSettings):
         self._allow_overlap = False
         self._wall_overlap = []  # per wall: allow_initial_overlap
         self._wall_motion = []  # per wall: its WallMotion, or None (at rest)
+        self._meshes = []  # per mesh: dict of mesh, k, mat, smooth, motion, overlap
         self._velocity = "predicted"
         self._replica_counts = None  # particles of each replica (a model of replicas)
         self._replica_walls = None  # walls of each replica
@@ -208,6 +209,8 @@ class ModelBuilder(ContactSettings):
             out._walls.extend(b._walls)
             out._wall_overlap.extend(b._wall_overlap)
             out._wall_motion.extend(b._wall_motion)
+            if b._meshes:
+                raise ValueError("replicas: triangle meshes (add_mesh) are not supported in a model of replicas yet")
             offset += b._n
         out._n = offset
         order = sorted(first._materials, key=lambda k: first._materials[k][0])

@@ -13,7 +13,8 @@ import numpy as np
 from kernels import contact_laws
 
 from .forces import ParticleContacts, Walls
-from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law
+from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law, reach
+from .forces.meshes import mesh_problem
 from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems
 from .forces.motion import WallMotion
 from .inputs import _nonnegative
@@ -283,6 +284,62 @@ class ContactSettings:
         self._wall_motion.append(motion)
         return wid
 
+    def add_mesh(self, mesh, material=None, k=None, smooth_angle=20.0, allow_initial_overlap=False, velocity=None,
+                 angular_velocity=None, center=None) -> int:  # fmt: skip
+        """Add a rigid triangle mesh as a boundary; return its id.
+
+        A particle meets a mesh from either side, at the closest point of its triangles,
+        one contact per flat or smoothly curved region (``docs/geometry.md``), by the
+        model's contact law as against a planar wall.
+
+        Parameters
+        ----------
+        mesh : TriangleMesh
+            The triangles (:class:`granular.TriangleMesh`: read from a file, a shape,
+            transformed) in their pose at ``t = 0`` [L].
+        material : str, optional
+            The mesh's material under a law with materials; required there, refused without.
+        k : float, optional
+            Stiffness [M L²/T²] under paper 003's law; default the contact stiffness ``kpp``.
+        smooth_angle : float, optional
+            Surfaces of one mesh meeting at less than this angle [degrees] are one region:
+            a particle touching both feels one contact, and its history follows it from one
+            triangle to the next. Default 20; in (0, 90).
+        allow_initial_overlap : bool, optional
+            Accept particles that start touching the mesh. Default ``False``.
+        velocity, angular_velocity, center
+            Prescribed rigid motion, as for :meth:`add_wall`; ``center`` (the point the
+            rotation turns about at ``t = 0``) defaults to the mesh's area centroid.
+
+        Returns
+        -------
+        int
+            Id of the mesh (0, 1, ... in the order of the calls).
+        """
+        from .forces.meshes import TriangleMesh
+
+        self._open("add_mesh")
+        mid = len(self._meshes)
+        what = f"mesh {mid} ({getattr(mesh, 'name', '?')})"
+        if not isinstance(mesh, TriangleMesh):
+            raise ValueError(f"mesh {mid}: must be a granular.TriangleMesh, got {type(mesh).__name__}")
+        mat = -1
+        if material is not None:
+            if not isinstance(material, str) or material not in self._materials:
+                raise ValueError(f"{what}: material: no material named {material!r}; defined: {sorted(self._materials)}")
+            mat = self._materials[material][0]
+        kk = None if k is None else float(_nonnegative(f"{what}: k", k, 1, what="value")[0])
+        try:
+            smooth = float(smooth_angle)
+        except (TypeError, ValueError):
+            smooth = float("nan")
+        if not 0.0 < smooth < 90.0:
+            raise ValueError(f"{what}: smooth_angle: must be a number of degrees in (0, 90), got {smooth_angle!r}")
+        motion = WallMotion(velocity, angular_velocity, mesh.center if center is None else center, what=what)
+        self._meshes.append({"mesh": mesh, "k": kk, "mat": mat, "smooth": smooth, "motion": motion,
+                             "overlap": bool(allow_initial_overlap)})  # fmt: skip
+        return mid
+
     def _materials_used(self) -> bool:
         """Whether any particle names a material."""
         return bool(self._mat) and bool((np.concatenate(self._mat) >= 0).any())
@@ -304,9 +361,14 @@ class ContactSettings:
                 if k is None and self._kpp is None and dissipative is None:
                     raise ValueError(f"wall {wid}: no stiffness k given and no contact stiffness set (set_contacts)")
                 ks.append((wall_kpp[wid] or 0.0) if k is None else k)
+        mesh_ks = []
+        for mid, m in enumerate(self._meshes):
+            if m["k"] is None and self._kpp is None and dissipative is None:
+                raise ValueError(f"mesh {mid}: no stiffness k given and no contact stiffness set (set_contacts)")
+            mesh_ks.append((self._kpp or 0.0) if m["k"] is None else m["k"])
         law = dissipative
-        if law is None and (self._kpp is not None or self._walls):
-            law = hertz_law(be, self._n, self._kpp, ks, replica=replica, first_wall=first_wall,
+        if law is None and (self._kpp is not None or self._walls or self._meshes):
+            law = hertz_law(be, self._n, self._kpp, ks + mesh_ks, replica=replica, first_wall=first_wall,
                             kpp_replicas=self._replica_kpp, dtype=dtype)  # fmt: skip
         kernels = be.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
         if self._kpp is not None or dissipative is not None:
@@ -317,10 +379,13 @@ class ContactSettings:
                 kpp = float(np.max(self._replica_kpp))
             forces.append(ParticleContacts(be, self._n, law, kpp, bonds, self._bonded_contacts, search, skin,
                                            radius_dev, replica=replica, kernels=kernels))  # fmt: skip
-        if self._walls:
+        if self._walls or self._meshes:
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
-            forces.append(Walls(be, self._n, planes, ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
-                                replica=replica, motions=self._wall_motion))  # fmt: skip
+            rmax = float(np.concatenate(self._radius).max())
+            margin = 1.001 * (rmax + reach(law, rmax))  # the farthest a centre can be from a triangle it meets
+            forces.append(Walls(be, self._n, planes, ks + mesh_ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
+                                replica=replica, motions=self._wall_motion, meshes=self._meshes, margin=margin,
+                                history=law.history))  # fmt: skip
         return law, kernels, forces
 
     def _check_placement(self, x, radius, contacts) -> None:
@@ -329,6 +394,12 @@ class ContactSettings:
         within each replica (replicas may overlap each other)."""
         if self._replica_counts is None:
             self._check_system(x, radius, contacts, range(len(self._walls)), "")
+            for mid, m in enumerate(self._meshes):
+                if not m["overlap"]:
+                    problem = mesh_problem(m["mesh"], x, radius)
+                    if problem is not None:
+                        raise ValueError(f"mesh {mid} ({m['mesh'].name}): {problem}; move the particles, or "
+                                         f"add_mesh(..., allow_initial_overlap=True)")  # fmt: skip
             return
         lo = w0 = 0
         for r, (n, nw) in enumerate(zip(self._replica_counts, self._replica_walls)):
@@ -364,6 +435,10 @@ class ContactSettings:
                 if w[3] >= 0:
                     raise ValueError(f"wall {wid}: has a material but no particle has one; give the particles "
                                      "materials (the dissipative law), or leave the wall's out")  # fmt: skip
+            for mid, m in enumerate(self._meshes):
+                if m["mat"] >= 0:
+                    raise ValueError(f"mesh {mid}: has a material but no particle has one; give the particles "
+                                     "materials (the dissipative law), or leave the mesh's out")  # fmt: skip
             if self._pairs or self._replica_pairs:
                 raise ValueError("set_pair: values were given to pairs of materials but no particle has a material")
             if name is not None and name != "hertz":
@@ -395,7 +470,10 @@ class ContactSettings:
                 if bad:
                     raise ValueError(f"pair ({names[a]!r}, {names[b]!r}): {bad[0]}: not a value of a pair under the "
                                      f"{name} law; allowed: {', '.join(spec.pair_fields)}")  # fmt: skip
-        wall_mat = np.asarray([w[3] for w in self._walls], dtype=np.int64)
+        for mid, m in enumerate(self._meshes):
+            if m["mat"] < 0:
+                raise ValueError(f"mesh {mid}: material: with materials every mesh needs one")
+        wall_mat = np.asarray([w[3] for w in self._walls] + [m["mat"] for m in self._meshes], dtype=np.int64)
         per, per_pairs = self._replica_materials, self._replica_pairs
         if per is not None or per_pairs is not None:  # replica r's materials are r * M + m (a block of pair rows each)
             count = len(self._replica_counts)

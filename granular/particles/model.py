@@ -290,6 +290,42 @@ class Model:
             out[w] = self.backend.to_host(self._load_rows.sum(axis=0, dtype=np.float64))
         return out
 
+    def mesh_loads(self, cfg):
+        """Internal plumbing of the series and the frames: the load of the particles at
+        ``cfg`` on each triangle mesh, ``(loads (M, 6), per_triangle (T, 3))``: the force on
+        each mesh and its moment about the mesh's centre (where the centre is now; its
+        ``center``), and the force on each triangle (all meshes' triangles in order), host
+        float64 (:mod:`kernels.meshes` ``mesh_load``)."""
+        walls = self.force("walls")
+        if walls is None or not walls.meshes:
+            return np.zeros((0, 6)), np.zeros((0, 3))
+        from kernels.meshes import LOAD_WIDTH, SLOTS
+
+        a = self.kernel_args(cfg)
+        kern = self.kernels
+        kern.set_stream(0)
+        self._place_walls(cfg, a["walls"])
+        if getattr(self, "_mesh_rows", None) is None:
+            xp = self.backend.xp
+            self._mesh_rows = (xp.zeros((self.n, SLOTS, LOAD_WIDTH), dtype=self.dtype),
+                               xp.zeros((self.n, SLOTS), dtype=np.int32))  # fmt: skip
+        rows, tri = self._mesh_rows
+        kern.mesh_loads(self.dynamics(cfg), a["par"], a["walls"], a["contacts"], kern.to_device(rows),
+                        kern.to_device(tri))  # fmt: skip
+        rows = np.asarray(self.backend.to_host(rows), dtype=np.float64).reshape(-1, LOAD_WIDTH)
+        tri = np.asarray(self.backend.to_host(tri)).reshape(-1).astype(np.int64)
+        got = tri >= 0
+        rows, tri = rows[got], tri[got]
+        per_tri = np.zeros((int(walls.tri_first[-1]), 3))
+        np.add.at(per_tri, tri, rows[:, :3])
+        mesh = np.searchsorted(walls.tri_first, tri, side="right") - 1
+        centers = np.array([walls.mesh_center_now(m) for m in range(len(walls.meshes))]).reshape(-1, 3)
+        arm = rows[:, 3:6] - centers[mesh]
+        out = np.zeros((len(walls.meshes), 6))
+        np.add.at(out[:, :3], mesh, rows[:, :3])
+        np.add.at(out[:, 3:], mesh, np.cross(arm, rows[:, :3]) + rows[:, 6:9])
+        return out, per_tri
+
     def _place_walls(self, cfg, walls) -> None:
         """Moving walls where they are at ``cfg.time`` (a state's time; the walls'
         clock is written again before every step)."""

@@ -250,7 +250,7 @@ BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, 
 
 
 def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
-                         friction=False, bonded=True):  # fmt: skip
+                         friction=False, bonded=True, mesh=None):  # fmt: skip
     """A builder of the ``block_impact`` scene: a bonded block moving toward a wall.
 
     An ``n``×``n``×``n`` bonded block (:func:`add_block`) of unit-diameter spheres (point
@@ -282,6 +282,10 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
     bonded : bool, optional
         Bond the spheres (:func:`add_block`); ``False``: the same touching spheres without
         bonds (the frictional-spheres workload of ``granular bench``). Default ``True``.
+    mesh : int, optional
+        The wall as a flat triangle mesh of ``2 mesh²`` triangles over the square
+        ``-1 <= y, z <= n + 1`` of the plane ``x = 0`` (the mesh workload of ``granular
+        bench``) instead of the planar wall. Default: the planar wall.
 
     Returns
     -------
@@ -302,10 +306,17 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
                         inertia=1.0, radius=0.5, material=material)  # fmt: skip
     if friction:
         b.set_contacts(search=search)
-        b.add_wall([1.0, 0.0, 0.0], 0.0, material=material)
     else:
         b.set_contacts(kpp, search=search)
-        b.add_wall([1.0, 0.0, 0.0], 0.0, k=kpp)
+    if mesh is None:
+        b.add_wall([1.0, 0.0, 0.0], 0.0, material=material, k=None if friction else kpp)
+    else:
+        from .forces.meshes import TriangleMesh
+
+        half = 0.5 * n + 1.0
+        c = 0.5 * (n - 1)
+        plate = TriangleMesh.rectangle([0.0, c, c], [0.0, half, 0.0], [0.0, 0.0, half], divisions=(mesh, mesh))
+        b.add_mesh(plate, material=material, k=None if friction else kpp)
     return b
 
 

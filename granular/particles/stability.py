@@ -210,6 +210,8 @@ def _fall_speed(model, x, gravity) -> float:
             facing = -float(n @ down)
             if facing > 0.5:  # a floor: the highest particle falls to it
                 drop = max(drop, float(((x @ n) - c).max()) / facing)
+        for spec in walls.meshes:  # down to the lowest point of a mesh
+            drop = max(drop, float((spec["mesh"].vertices @ down).max() - depth.min()))
     return math.sqrt(2.0 * g * max(drop, 0.0))
 
 
@@ -370,13 +372,17 @@ def _law_limit(model, x, r, m, J, speed, assumed, scheme):
         T[lonely] += 2.0 * np.maximum(kn, kt)
         R[lonely] += 2.0 * kt * (r[lonely] ** 2 + rstar**2 + 0.5 * a * a)
     walls = model.force("walls")
-    if walls is not None and walls.count:
+    if walls is not None and (walls.count or walls.meshes):
         best_t, best_r = np.zeros(n), np.zeros(n)
         meets = _meets(walls, n)
         for w in range(walls.count):
             nw, c = walls.planes_host[w, :3], walls.planes_host[w, 3]
             initial = np.where(meets[:, w], np.maximum(r - (x @ nw - c), 0.0), 0.0)
             kn, kt, a, delta = stiff(mat * nm + law.wall_mat_host[w] % nm, r, m, initial)
+            best_t = np.maximum(best_t, np.maximum(kn, kt))
+            best_r = np.maximum(best_r, kt * ((r - delta) ** 2 + r * r + 0.5 * a * a))
+        for mm in walls.mesh_mat_host:  # a mesh contact is a wall contact of the mesh's material
+            kn, kt, a, delta = stiff(mat * nm + int(mm) % nm, r, m, np.zeros(n))
             best_t = np.maximum(best_t, np.maximum(kn, kt))
             best_r = np.maximum(best_r, kt * ((r - delta) ** 2 + r * r + 0.5 * a * a))
         T += best_t
@@ -498,15 +504,18 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     touching, touch_partner = touching[order], touch_partner[order]
 
     walls = model.force("walls")
-    wall_n, wall_k = np.zeros((0, 3)), np.zeros(0)
+    wall_n, wall_k, mesh_k = np.zeros((0, 3)), np.zeros(0), np.zeros(0)
     if walls is not None:
         wall_n = walls.planes_host[:, :3]
         wall_k = be.to_host(walls.k).astype(np.float64)
+        wall_k, mesh_k = wall_k[:walls.count], wall_k[walls.count:]
         depth = (x @ wall_n.T - walls.planes_host[:, 3]) / r[:, None] if n else np.ones((0, 1))
         if n:  # in a model of replicas a particle meets its replica's walls only
             depth = np.where(_meets(walls, n), depth, np.inf)
         initial = float((1.0 - depth).max()) if depth.size else 0.0
-        overlap_w = max(CONTACT_OVERLAP, collision_overlap(float(wall_k.max()), float(m.max()), speed), initial)
+        k_all = np.concatenate([wall_k, mesh_k])
+        overlap_w = max(CONTACT_OVERLAP, collision_overlap(float(k_all.max()) if len(k_all) else 0.0, float(m.max()),
+                                                           speed), initial)  # fmt: skip
         assumed["overlap_wall"] = float(overlap_w)
 
     pend = [f for f in model.forces if f.kind == "pendulum"]
@@ -559,6 +568,10 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         for nw, kw in zip(wall_n, wall_k):
             kk = hertz_stiffness(kw, r[p0:p1], assumed["overlap_wall"])
             lam = np.maximum(lam, lambda_max(T + _outer(np.broadcast_to(nw, (p1 - p0, 3)), kk)))
+            wall_best = np.maximum(wall_best, kk)
+        for kw in mesh_k:  # a mesh contact's normal can point anywhere: λ(T + k n nᵀ) <= λ(T) + k
+            kk = hertz_stiffness(kw, r[p0:p1], assumed["overlap_wall"])
+            lam = np.maximum(lam, lambda_max(T) + kk)
             wall_best = np.maximum(wall_best, kk)
         w2 = np.maximum(lam / mc, R / Jc)
         c = int(np.argmax(w2))

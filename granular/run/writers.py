@@ -32,7 +32,7 @@ from .._version import __version__
 from ..io import FrameWriter, SeriesWriter, plot_series, read_series, save_checkpoint
 from ..io._atomic import atomic_write_bytes
 from ..io.jsonio import dumps, encode
-from ..io.vtk import FrameQueue, WallFrameWriter
+from ..io.vtk import FrameQueue, MeshFrameWriter, WallFrameWriter
 from ..resources import cadence
 from .runner import Periodic
 
@@ -128,18 +128,24 @@ class Frames:
         self.trigger = Periodic(every)
         self.queue = None
         self.walls = None  # the moving walls' collection
+        self.meshes = None  # the triangle meshes' collection
 
     def begin(self, runner, resumed):
         s = runner.system
         moving = getattr(s, "walls_frame", None) is not None and s.walls_frame() is not None
+        meshes = getattr(s, "meshes_frame", None) is not None and s.meshes_frame() is not None
         if resumed:
             self.queue = FrameQueue(FrameWriter.resume(self.out_dir, after_time=s.time))
             if moving:
                 self.walls = WallFrameWriter.resume(self.out_dir, after_time=s.time)
+            if meshes:
+                self.meshes = MeshFrameWriter.resume(self.out_dir, after_time=s.time)
             return
         self.queue = FrameQueue(FrameWriter(self.out_dir))
         if moving:
             self.walls = WallFrameWriter(self.out_dir)
+        if meshes:
+            self.meshes = MeshFrameWriter(self.out_dir)
         if hasattr(s, "write_static"):
             s.write_static(self.out_dir)
         self._write(s)
@@ -148,6 +154,8 @@ class Frames:
         self.queue.write(s.time, *s.frame())
         if self.walls is not None:
             self.walls.write_walls(s.time, *s.walls_frame())
+        if self.meshes is not None:
+            self.meshes.write_meshes(s.time, *s.meshes_frame())
 
     def write(self, runner, row):
         s = runner.system
@@ -156,8 +164,9 @@ class Frames:
 
     def sync(self):
         self.queue.sync()
-        if self.walls is not None:
-            self.walls.sync()
+        for extra in (self.walls, self.meshes):
+            if extra is not None:
+                extra.sync()
 
     def close(self):
         if self.queue is not None:

@@ -22,10 +22,12 @@ import numpy as np
 from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_ALL_PAIRS, CONTACTS_LIST, CONTACTS_NONE
 from kernels.layout import FAMILY_CONTACTS, FAMILY_WALLS, Contacts, Grid
 from kernels.layout import Walls as WallArgs
-from kernels.walls import FRAME_MOVING, FRAME_P, FRAME_WIDTH, MOTION_MOVING, MOTION_P0, MOTION_WIDTH
+from kernels.meshes import GEO_WIDTH, HISTORY_SLOTS, IDX_CELL, IDX_MAT, IDX_ROW, IDX_WIDTH, PICK_WIDTH, SLOTS
+from kernels.walls import FRAME_MOVING, FRAME_P, FRAME_R, FRAME_WIDTH, MOTION_MOVING, MOTION_P0, MOTION_WIDTH
 
 from ..neighbors import NeighborList, placeholder_law
 from .laws import reach
+from .meshes import pack
 from .motion import layout
 
 
@@ -169,26 +171,37 @@ class Walls:
     energy_keys = ("U_pw",)
 
     def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None, first=None, replica=None,
-                 motions=None):  # fmt: skip
+                 motions=None, meshes=None, margin=0.0, history=0):  # fmt: skip
         xp = backend.xp
         self.backend = backend
+        self.dtype = np.dtype(dtype)
         self.planes_host = np.asarray(planes, dtype=np.float64).reshape(-1, 4)
         self.planes = xp.array(self.planes_host, dtype=dtype)  # a copy: the moving walls' planes change
+        W = len(self.planes_host)
+        # triangle meshes (kernels.meshes): dicts of mesh, mat, smooth, motion; their frame
+        # rows follow the planes'
+        self.meshes = list(meshes or [])
+        self.history = int(history)
+        mesh_motions = [m["motion"] for m in self.meshes]
         # prescribed motion (kernels.walls): the planes at t = 0, each wall's motion, the
         # walls' clock; ``planes`` then holds where the walls are at the state's time
         self.motions = None if motions is None else list(motions)
-        motion, table = layout(self.motions, len(self.planes_host))
+        plane_motions = self.motions if self.motions is not None else [None] * W
+        motion, table = layout(plane_motions + mesh_motions, W + len(self.meshes))
         self.moving = bool(motion[:, MOTION_MOVING].any()) if len(motion) else False
         self.ref = xp.array(self.planes_host)
         self.motion = xp.asarray(motion)
         self.table = xp.asarray(table)
-        frame = np.zeros((len(self.planes_host), FRAME_WIDTH))
+        frame = np.zeros((W + len(self.meshes), FRAME_WIDTH))
         frame[:, FRAME_P:FRAME_P + 3] = motion[:, MOTION_P0:MOTION_P0 + 3]  # each wall's centre
         frame[:, FRAME_MOVING] = motion[:, MOTION_MOVING]
+        frame[:, FRAME_R:FRAME_R + 9] = np.eye(3).reshape(-1)
         self.frame = xp.asarray(frame, dtype=dtype)
         self.clock = xp.zeros(3 if self.moving else 0, dtype=np.float64)
+        mat = np.zeros(W, np.int32) if mat is None else np.asarray(mat, np.int32)
         self.k = xp.asarray(np.asarray(k), dtype=dtype)
-        self.mat = xp.asarray(np.zeros(len(self.planes_host), np.int32) if mat is None else np.asarray(mat, np.int32))
+        self.mat = xp.asarray(mat[:W])
+        self._pack_meshes(xp, n_particles, mat[W:], motion[W:], margin)
         if first is None:
             self.first_host = np.zeros(0, np.int64)
             self.replica_host = np.zeros(0, np.int32)
@@ -198,18 +211,62 @@ class Walls:
         self.first = xp.asarray(self.first_host)
         self.replica = xp.asarray(self.replica_host)
 
+    def _pack_meshes(self, xp, n, mesh_mat, motion, margin) -> None:
+        """The meshes' kernel arrays (:mod:`kernels.meshes`; empty without meshes)."""
+        dev_t = self.dtype
+        if not self.meshes:
+            tri, geo, idx = np.zeros((0, 12)), np.zeros((0, GEO_WIDTH)), np.zeros((0, IDX_WIDTH), np.int64)
+            first, cells, self.tri_first = np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64)
+            n = 0
+        else:
+            spec = [(m["mesh"], m["smooth"], motion[k, MOTION_P0:MOTION_P0 + 3]) for k, m in enumerate(self.meshes)]
+            tri, geo, cell0, first, cells, self.tri_first = pack(spec, margin)
+            idx = np.zeros((len(self.meshes), IDX_WIDTH), np.int64)
+            idx[:, IDX_ROW] = len(self.planes_host) + np.arange(len(self.meshes))
+            idx[:, IDX_CELL] = cell0
+            idx[:, IDX_MAT] = mesh_mat
+        self.mesh_mat_host = np.asarray(mesh_mat, np.int32)
+        self.tri = xp.asarray(tri, dtype=dev_t)
+        self.mesh_geo = xp.asarray(geo, dtype=dev_t)
+        self.mesh_idx = xp.asarray(idx)
+        self.cell_first = xp.asarray(first)
+        self.cell_tri = xp.asarray(cells)
+        self.pick = xp.zeros((n, SLOTS, PICK_WIDTH), dtype=dev_t)
+        self.pick_tri = xp.zeros((n, SLOTS), dtype=np.int32)
+
     @property
     def count(self) -> int:
-        """All the walls of the model."""
+        """All the planar walls of the model."""
         return len(self.planes_host)
 
     @property
     def per_particle(self) -> int:
-        """The most walls one particle meets (its replica's; all of them for one system):
-        the width of the wall history (``State.wall_springs``)."""
+        """The width of the wall history (``State.wall_springs``): the most planar walls
+        one particle meets (its replica's; all of them for one system), and with meshes
+        and a law that keeps history, the mesh slots (:mod:`kernels.meshes`)."""
+        extra = HISTORY_SLOTS if self.meshes and self.history else 0
         if len(self.first_host):
-            return int(np.diff(self.first_host).max())
-        return self.count
+            return int(np.diff(self.first_host).max()) + extra
+        return self.count + extra
+
+    def mesh_center_now(self, m: int) -> np.ndarray:
+        """Where mesh ``m``'s centre (``center``, its rotation's point) is now (host)."""
+        row = len(self.planes_host) + m
+        return np.asarray(self.backend.to_host(self.frame[row, FRAME_P:FRAME_P + 3]), dtype=np.float64)
+
+    def mesh_vertices_now(self, m: int) -> np.ndarray:
+        """Mesh ``m``'s vertices where it is now (host float64): ``p + R (v - p_0)`` from
+        its frame row after the last placement, its reference vertices at rest."""
+        mesh = self.meshes[m]["mesh"]
+        if not self.moving:
+            return mesh.vertices
+        row = len(self.planes_host) + m
+        fr = np.asarray(self.backend.to_host(self.frame[row]), dtype=np.float64)
+        if fr[FRAME_MOVING] == 0.0:
+            return mesh.vertices
+        R = fr[FRAME_R:FRAME_R + 9].reshape(3, 3)
+        p0 = np.asarray(self.backend.to_host(self.motion[row, MOTION_P0:MOTION_P0 + 3]), dtype=np.float64)
+        return (mesh.vertices - p0) @ R.T + fr[FRAME_P:FRAME_P + 3]
 
     def of_particle(self, i: int) -> range:
         """The indices of the walls particle ``i`` meets (host)."""
@@ -221,7 +278,9 @@ class Walls:
     def kernel_args(self) -> WallArgs:
         dev = self.backend.kernels.to_device
         return WallArgs(dev(self.planes), dev(self.mat), dev(self.first), dev(self.replica), dev(self.ref),
-                        dev(self.motion), dev(self.table), dev(self.frame), dev(self.clock))
+                        dev(self.motion), dev(self.table), dev(self.frame), dev(self.clock), dev(self.tri),
+                        dev(self.mesh_geo), dev(self.mesh_idx), dev(self.cell_first), dev(self.cell_tri),
+                        dev(self.pick), dev(self.pick_tri))  # fmt: skip
 
     def planes_now(self) -> np.ndarray:
         """The planes ``(n, c)`` (W, 4) where the walls are now (host float64): the last
@@ -243,4 +302,7 @@ def no_wall_args(backend, dtype) -> WallArgs:
                     dev(xp.zeros(0, dtype=np.int64)), dev(xp.zeros(0, dtype=np.int32)),
                     dev(xp.zeros((0, 4), dtype=np.float64)), dev(xp.zeros((0, MOTION_WIDTH), dtype=np.float64)),
                     dev(xp.zeros((0, 7), dtype=np.float64)), dev(xp.zeros((0, FRAME_WIDTH), dtype=dtype)),
-                    dev(xp.zeros(0, dtype=np.float64)))  # fmt: skip
+                    dev(xp.zeros(0, dtype=np.float64)), dev(xp.zeros((0, 12), dtype=dtype)),
+                    dev(xp.zeros((0, GEO_WIDTH), dtype=dtype)), dev(xp.zeros((0, IDX_WIDTH), dtype=np.int64)),
+                    dev(xp.zeros(1, dtype=np.int64)), dev(xp.zeros(0, dtype=np.int32)),
+                    dev(xp.zeros((0, SLOTS, PICK_WIDTH), dtype=dtype)), dev(xp.zeros((0, SLOTS), dtype=np.int32)))  # fmt: skip
