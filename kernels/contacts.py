@@ -37,14 +37,18 @@ bodies' materials (a wall has a material too).
 import math
 from types import SimpleNamespace
 
-from . import laws, meshes
+from . import laws
+from . import meshes as mesh_loops
 from .contact_laws.interface import EVALUATE, NONE, RELEASE
 from .walls import FRAME_MOVING
 
 
-def build(jit, law, bond_fns):
+def build(jit, law, bond_fns, meshes=False):
     """The loops for ``law`` (a module of :mod:`kernels.contact_laws`), compiled with ``jit``;
-    ``bond_fns``: the namespace of :func:`kernels.bonds.build` (whether a bond is intact)."""
+    ``bond_fns``: the namespace of :func:`kernels.bonds.build` (whether a bond is intact);
+    ``meshes``: the wall loops also meet the triangle meshes (:mod:`kernels.meshes`;
+    without, stand-ins that find none, so that a model without meshes compiles none of
+    that code)."""
     L = law.build(jit)
     # the law's functions as plain names (a compiled function reads them as globals)
     law_body, law_params, law_load, law_store = L.body, L.params, L.load, L.store
@@ -76,8 +80,10 @@ def build(jit, law, bond_fns):
             mb = mb % nmat
         return ma * nmat + mb
 
-    M = meshes.build(jit, L, H, pair_row)
-    mesh_sum, mesh_energy, mesh_load_of, rigid_view = M.mesh_sum, M.mesh_energy, M.mesh_load, M.view
+    M = mesh_loops.build(jit, L, H, pair_row) if meshes else mesh_loops.none(jit)
+    mesh_sum, mesh_energy, mesh_load_of = M.mesh_sum, M.mesh_energy, M.mesh_load
+    near_mesh = M.near
+    rigid_view = jit(mesh_loops.rigid_view)
 
     bond_terms, bond_breaks = bond_fns.bond_terms, bond_fns.bond_breaks
 
@@ -605,7 +611,7 @@ def build(jit, law, bond_fns):
                 fm = T(math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]))
                 if fm > peak:  # noqa: PLR1730 (a comparison, not max: a NaN never raises it, on any backend)
                     peak = fm
-        if walls.tri.shape[0] > 0:  # the triangle meshes (kernels.meshes)
+        if walls.tri.shape[0] > 0 and near_mesh(T, i, dyn, walls):  # the triangle meshes (kernels.meshes)
             ms = mesh_sum(T, i, me, update, h, dyn, par, walls, contacts, contacts.mat[i], contacts.nmat, U, D,
                           MOMENTS, DISSIPATES)  # fmt: skip
             f1, c1 = cadd(f1, c1, ms[0])
@@ -734,7 +740,7 @@ def build(jit, law, bond_fns):
             touching += 1
             p = law_params(contacts.pair, pair_row(contacts.mat[i], walls.mat[w], contacts.nmat))
             upw, cpw = cadd(upw, cpw, law_wall_energy(T, n1, n2, n3, dist, me, p, law_load(dyn.whist, i, k)))
-        if walls.tri.shape[0] > 0:
+        if walls.tri.shape[0] > 0 and near_mesh(T, i, dyn, walls):
             um = mesh_energy(T, i, me, dyn, par, walls, contacts, contacts.mat[i], contacts.nmat)
             upw, cpw = cadd(upw, cpw, um[0])
             touching += um[1]

@@ -160,25 +160,30 @@ def _chunk(c, nchunks, n):
 _compiled = {}
 
 
-def for_law(law):
+def for_law(law, meshes=False):
     """The kernels for the contact law ``law`` (a module of :mod:`kernels.contact_laws`),
     compiled on first use and cached on disk (one entry per law in each function's
-    cache index: :func:`kernels.cache.keyed`)."""
-    k = _compiled.get(law.NAME)
+    cache index: :func:`kernels.cache.keyed`); with ``meshes``, the variant that also
+    meets triangle meshes (:mod:`kernels.meshes`: compiled only for models that have
+    them, so that the others neither compile nor carry that code)."""
+    key = (law.NAME, bool(meshes))
+    k = _compiled.get(key)
     if k is None:
-        k = _compiled[law.NAME] = _compile(law)
+        k = _compiled[key] = _compile(law, bool(meshes))
     return k
 
 
-def _compile(law):
+def _compile(law, meshes=False):
+    name = law.NAME + ("+meshes" if meshes else "")
+
     def kernel(fn):
-        return _kernel(keyed(fn, law.NAME))
+        return _kernel(keyed(fn, name))
 
     def parallel(fn):
-        return _parallel(keyed(fn, law.NAME))
+        return _parallel(keyed(fn, name))
 
     _P = particles.build(_jit, law)
-    _I = interactions.build(_jit, _P, law, _prefetch_springs)
+    _I = interactions.build(_jit, _P, law, _prefetch_springs, meshes=meshes)
     _G = grid.build(_jit, law.HISTORY)
     HISTORY = law.HISTORY
 

@@ -87,18 +87,20 @@ def _launch(kernel, n):
 _compiled = {}
 
 
-def for_law(law):
+def for_law(law, meshes=False):
     """The kernels for the contact law ``law`` (a module of :mod:`kernels.contact_laws`),
-    made on first use (numba-cuda compiles each at its first launch)."""
-    k = _compiled.get(law.NAME)
+    made on first use (numba-cuda compiles each at its first launch); with ``meshes``,
+    the variant that also meets triangle meshes (:func:`kernels.cpu.for_law`)."""
+    key = (law.NAME, bool(meshes))
+    k = _compiled.get(key)
     if k is None:
-        k = _compiled[law.NAME] = _compile(law)
+        k = _compiled[key] = _compile(law, bool(meshes))
     return k
 
 
-def _compile(law):
+def _compile(law, meshes=False):
     _P = particles.build(_device, law)
-    _I = interactions.build(_device, _P, law)
+    _I = interactions.build(_device, _P, law, meshes=meshes)
     _G = grid.build(_device, law.HISTORY)
     HISTORY = law.HISTORY
 

@@ -148,6 +148,30 @@ def rigid_view(T, me, x1, x2, x3, fr, w, law_moving):
     return mine, u1, u2, u3, o1, o2, o3
 
 
+def none(jit):
+    """Stand-ins of :func:`build`'s loops for the kernels of models without meshes."""
+
+    @jit
+    def near(T, i, dyn, walls):
+        return False
+
+    @jit
+    def mesh_sum(T, i, me, update, h, dyn, par, walls, contacts, mat_i, nmat, U, D, MOMENTS, DISSIPATES):
+        z = T(0.0)
+        return z, z, z, z, z, z, z, z, z, z, z, 0, z, z
+
+    @jit
+    def mesh_energy(T, i, me, dyn, par, walls, contacts, mat_i, nmat):
+        return T(0.0), 0
+
+    @jit
+    def mesh_load(T, i, me, dyn, par, walls, contacts, mat_i, nmat, out, out_tri):
+        for q in range(out_tri.shape[1]):
+            out_tri[i, q] = -1
+
+    return SimpleNamespace(mesh_sum=mesh_sum, mesh_energy=mesh_energy, mesh_load=mesh_load, near=near)
+
+
 def build(jit, L, H, pair_row):
     """The mesh contact loops for the law ``L`` (the namespace of its compiled functions)
     with ``H`` floats of history per contact; ``pair_row`` the row of a pair of materials."""
@@ -205,6 +229,24 @@ def build(jit, L, H, pair_row):
         ny, nz = int(g[m, GEO_DIMS + 1]), int(g[m, GEO_DIMS + 2])
         cell = walls.mesh_idx[m, IDX_CELL] + (int(f1) * ny + int(f2)) * nz + int(f3)
         return walls.cell_first[cell], walls.cell_first[cell + 1]
+
+    @jit
+    def near(T, i, dyn, walls):
+        """Whether ``i`` has triangles binned with it in some mesh, or holds mesh history
+        (then its contacts must be chosen, or its history released): the inlined test
+        that spares the particles far from every mesh the calls below."""
+        x = dyn.x
+        for m in range(walls.mesh_geo.shape[0]):
+            y1, y2, y3 = to_reference(T, x[i, 0], x[i, 1], x[i, 2], walls, m)
+            lo, hi = cell_of(T, y1, y2, y3, walls, m)
+            if hi > lo:
+                return True
+        if H > 0:
+            base = key_slot(dyn.whist)
+            for s in range(NS):
+                if dyn.whist[i, base + s, H - 1] != T(0.0):
+                    return True
+        return False
 
     @jit
     def key_slot(whist):
@@ -447,4 +489,4 @@ def build(jit, L, H, pair_row):
             out[i, q, 6], out[i, q, 7], out[i, q, 8] = r[6], r[7], r[8]
 
     return SimpleNamespace(mesh_sum=mesh_sum, mesh_energy=mesh_energy, mesh_load=mesh_load, choose=choose,
-                           closest=close, view=view)  # fmt: skip
+                           closest=close, view=view, near=near)  # fmt: skip

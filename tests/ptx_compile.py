@@ -61,6 +61,8 @@ def kernel_arguments(dtype):
         "walls_place": (k["_walls_place_kernel"], (a["walls"],)),
         "walls_tick": (k["_walls_tick_kernel"], (a["walls"],)),
         "wall_loads": (k["_wall_loads_kernel"], (0, dyn, a["par"], a["walls"], a["contacts"], np.zeros((m.n, 6), dtype))),
+        "mesh_loads": (k["_mesh_loads_kernel"], (dyn, a["par"], a["walls"], a["contacts"],
+                                                 np.zeros((m.n, 4, 9), dtype), np.zeros((m.n, 4), np.int32))),
     } | friction_arguments(dtype) | component_arguments(m, s) | (packing_arguments() if dtype == np.float64 else {})
 
 
@@ -122,6 +124,12 @@ def friction_arguments(dtype):
         out[f"{law}_pairs"] = (k["_pairs_kernel"], (h, dyn, a["par"], a["bonds"], a["contacts"]))
         out[f"{law}_wall_loads"] = (k["_wall_loads_kernel"], (0, dyn, a["par"], a["walls"], a["contacts"],
                                                              np.zeros((m.n, 6), dtype)))  # fmt: skip
+        if law == "hertz-mindlin":  # the variant that meets triangle meshes
+            km = K.for_law(m.law.kernel, meshes=True).kernels
+            out[f"{law}_meshes_forces"] = (km["_forces_kernel"], (True, 1, h, dyn, *fam, s.status))
+            out[f"{law}_mesh_loads"] = (km["_mesh_loads_kernel"], (dyn, a["par"], a["walls"], a["contacts"],
+                                                                  np.zeros((m.n, 4, 9), dtype),
+                                                                  np.zeros((m.n, 4), np.int32)))  # fmt: skip
     return out
 
 

@@ -95,10 +95,14 @@ def test_a_sphere_rolling_across_a_finely_meshed_plane_keeps_its_speed_and_spin(
 
 
 def hertz_wall_force(dist):
-    """Paper 003's wall force on a sphere whose centre is ``dist`` from the contact point
-    (``forces_by_family`` of a planar wall at that distance, the closed form)."""
-    m = sphere_model("wall", (0.0, 0.0, dist), gravity=False, law="hertz")
-    return gr.forces_by_family(m, m.state())["walls"][0][0][2]
+    """The Hertz force ``(4/3) E* √R δ^{3/2}`` on a sphere at rest whose centre is ``dist``
+    from the contact point (steel on steel: ``1/E* = 2 (1 - ν²)/E``), checked against the
+    planar wall's force at that distance."""
+    estar = 2e8 / (2.0 * (1.0 - 0.3**2))
+    f = 4.0 / 3.0 * estar * math.sqrt(R) * (R - dist) ** 1.5
+    m = sphere_model("wall", (0.0, 0.0, dist), gravity=False)
+    assert gr.forces_by_family(m, m.state())["walls"][0][0][2] == pytest.approx(f, rel=1e-12)
+    return f
 
 
 @pytest.mark.parametrize(
@@ -113,7 +117,7 @@ def test_a_sphere_on_an_edge_or_a_vertex_of_a_box_feels_the_closed_form_force(x,
     """On a convex edge or corner of a meshed box the force is the wall law at the
     distance from the edge or corner, along the line from it to the centre, once."""
     box = TriangleMesh.box([-0.5, -0.5, 0.0], [0.5, 0.5, 1.0])
-    m = sphere_model(box, x, gravity=False, law="hertz")
+    m = sphere_model(box, x, gravity=False)
     F = gr.forces_by_family(m, m.state())["walls"][0][0]
     e = np.subtract(x, contact)
     d = float(np.linalg.norm(e))
@@ -130,7 +134,7 @@ def test_a_sphere_in_a_concave_corner_touches_both_faces():
     faces: the two planar walls' forces summed."""
     box = TriangleMesh.box([-0.5, -0.5, 0.0], [0.5, 0.5, 1.0])
     x = (0.5 - 0.8 * R, 0.1, 0.9 * R)
-    m = sphere_model(box, x, gravity=False, law="hertz")
+    m = sphere_model(box, x, gravity=False)
     F = gr.forces_by_family(m, m.state())["walls"][0][0]
     np.testing.assert_allclose(F, [-hertz_wall_force(0.8 * R), 0.0, hertz_wall_force(0.9 * R)], rtol=1e-12)
 
@@ -180,6 +184,31 @@ def test_a_sphere_on_a_mesh_belt_rolls_at_two_sevenths_of_its_speed_and_the_bala
     np.testing.assert_allclose(pose(mm, s), pose(mw, run(mw, 10000)), rtol=1e-11, atol=1e-13)
 
 
+def test_a_mesh_run_is_the_same_bit_for_bit_for_every_block_length_and_through_a_checkpoint():
+    """Sliding and spinning across a turning, meshed floor: the mesh slots' springs and
+    keys are state, saved and restored with the rest."""
+    from granular.particles.system import restore_state, state_arrays
+
+    model = sphere_model(floor((16, 16)), (0.0, 0.0, 0.9995 * R), (0.2, 0.05, 0.0), (10.0, 0.0, 5.0),
+                         angular_velocity=[0.0, 0.0, 2.0], center=[0.05, 0.0, 0.0])  # fmt: skip
+
+    def advance(s, steps, block=256):
+        gr.ExplicitIntegrator("verlet", max_block=block).advance(model, s, 1e-5, steps)
+        return s
+
+    def of(s):
+        return np.concatenate([pose(model, s), host(model, s.wall_springs).ravel(), host(model, s.wall_work)])
+
+    ref = of(advance(model.state(), 600))
+    assert np.count_nonzero(host(model, model.state().wall_springs)) == 0 and np.count_nonzero(ref[9:-1]) > 4
+    for block in (1, 7):
+        np.testing.assert_array_equal(of(advance(model.state(), 600, block)), ref)
+    saved = state_arrays(model, advance(model.state(), 250))
+    again = model.state()
+    restore_state(model, again, saved)
+    np.testing.assert_array_equal(of(advance(again, 350)), ref)
+
+
 def test_a_turning_mesh_is_the_turning_planar_wall():
     """A flat mesh turning about the vertical through a point off the sphere carries it
     round as the planar wall turning the same way does (the mesh's pose from the frame's
@@ -191,6 +220,20 @@ def test_a_turning_mesh_is_the_turning_planar_wall():
     a, b = pose(mm, run(mm, 8000)), pose(mw, run(mw, 8000))
     assert np.hypot(a[3], a[4]) > 0.01  # it was carried
     np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.long
+def test_paper_003s_law_without_history_meets_a_mesh_as_a_planar_wall():
+    """The law without history (no mesh slots): a sphere on a fine flat mesh bounces as on
+    the planar wall, and sits in a concave corner on both faces."""
+    x0, v0 = (0.003, 0.002, 1.05 * R), (0.3, 0.1, -0.5)
+    a = pose(m := sphere_model("wall", x0, v0, law="hertz"), run(m, 3000))
+    b = pose(m := sphere_model(floor((48, 48)), x0, v0, law="hertz"), run(m, 3000))
+    np.testing.assert_allclose(b, a, rtol=1e-11, atol=1e-13)
+    box = TriangleMesh.box([-0.5, -0.5, 0.0], [0.5, 0.5, 1.0])
+    m = sphere_model(box, (0.5 - 0.8 * R, 0.1, 0.9 * R), gravity=False, law="hertz")
+    F = gr.forces_by_family(m, m.state())["walls"][0][0]
+    assert F[0] < 0 < F[2] and F[1] == 0.0
 
 
 def test_the_closest_points_of_the_kernels_and_of_the_host_agree():

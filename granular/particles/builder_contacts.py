@@ -370,7 +370,8 @@ class ContactSettings:
         if law is None and (self._kpp is not None or self._walls or self._meshes):
             law = hertz_law(be, self._n, self._kpp, ks + mesh_ks, replica=replica, first_wall=first_wall,
                             kpp_replicas=self._replica_kpp, dtype=dtype)  # fmt: skip
-        kernels = be.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
+        kernels = be.kernels.for_law(law.kernel if law is not None else contact_laws.hertz,
+                                     meshes=bool(self._meshes))  # fmt: skip
         if self._kpp is not None or dissipative is not None:
             search, skin = self._contact_search
             radius_dev = be.asarray(cat(self._radius), dtype=dtype)

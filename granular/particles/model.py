@@ -80,7 +80,9 @@ class Model:
         xp = backend.xp
         self.law = law
         if kernels is None:
-            kernels = backend.kernels.for_law(law.kernel if law is not None else contact_laws.hertz)
+            walls = next((f for f in forces if f.kind == "walls"), None)
+            kernels = backend.kernels.for_law(law.kernel if law is not None else contact_laws.hertz,
+                                              meshes=walls is not None and bool(walls.meshes))  # fmt: skip
         self.kernels = kernels
         self.bonds = bonds
         self.n_bonds = 0 if bonds is None else bonds.count

@@ -307,7 +307,7 @@ class ParticleSystem:
         """``walls.vtu``: the walls at rest as squares around the particles (moving walls
         are drawn at each frame instead: :meth:`walls_frame`)."""
         walls = self.model.force("walls")
-        if walls is not None and not walls.moving:
+        if walls is not None and walls.count and not walls.moving:
             write_walls(out_dir, walls.planes_host, *self._wall_view())
 
     def wall_loads_row(self):
@@ -350,7 +350,7 @@ class ParticleSystem:
     def walls_frame(self):
         """``(planes, center, size)`` of the walls now when some wall moves, else None."""
         walls = self.model.force("walls")
-        if walls is None or not walls.moving:
+        if walls is None or not walls.moving or not walls.count:
             return None
         return (walls.planes_now(), *self._wall_view())
 

@@ -205,7 +205,12 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
     sim.preflight(total, state.step)
     if not quiet and not log_json:
         unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""
-        print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds on {model.backend.name}; "
+        walls = model.force("walls")
+        meshes = walls.meshes if walls is not None else []
+        tris = sum(len(m["mesh"]) for m in meshes)
+        bounds = f", {len(meshes)} mesh{'es' if len(meshes) > 1 else ''} of {tris:,} triangles" if meshes else ""
+        print(f"granular run: {scene.name}: {model.n:,} particles, {model.n_bonds:,} bonds{bounds} on "
+              f"{model.backend.name}; "
               f"steps {state.step} to {total} of dt = {run.dt:g} (t = {total * run.dt:.6g}); stable-step estimate "
               f"{estimate.describe()}{unstable}", file=sys.stderr)  # fmt: skip
     try:

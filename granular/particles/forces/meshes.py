@@ -223,25 +223,34 @@ def closest_points(y, a, b, c):
 def bins(vertices, triangles, margin: float, max_cells: int = 1 << 21):
     """The triangles of a mesh binned in a uniform grid over its bounding box grown by
     ``margin`` (the farthest a particle's centre can be from a triangle it touches): each
-    cell lists every triangle whose box, grown by ``margin``, meets the cell, so a particle
-    finds every triangle within reach in its own cell. Returns ``(geo row (origin, 1/cell,
-    dims), cell_first (C+1,), cell_tri (K,))``; the cell is at least ``2 margin`` and the
-    grid has at most ``max_cells`` cells."""
+    cell lists every triangle within ``margin`` of some point of the cell (tested as the
+    triangle's distance from the cell's centre against ``margin`` plus the cell's half
+    diagonal), so a particle finds every triangle within reach in its own cell, and a cell
+    far from a long thin triangle's plane does not list it. Returns ``(geo row (origin,
+    1/cell, dims), cell_first (C+1,), cell_tri (K,))``; the cell is ``2 margin`` unless the
+    grid would then have more than ``max_cells`` cells."""
     a, b, c = (vertices[triangles[:, k]] for k in range(3))
     tlo = np.minimum(np.minimum(a, b), c) - margin
     thi = np.maximum(np.maximum(a, b), c) + margin
     lo, hi = tlo.min(0), thi.max(0)
     ext = np.maximum(hi - lo, 1e-300)
-    size = max(2.0 * margin, float(np.median((thi - tlo).max(1))) * 0.5)
+    size = max(2.0 * margin, 1e-12 * float(ext.max()))
     while np.prod(np.ceil(ext / size)) > max_cells:
         size *= 1.25
     dims = np.maximum(np.ceil(ext / size).astype(np.int64), 1)
     i0 = np.clip(np.floor((tlo - lo) / size).astype(np.int64), 0, dims - 1)
     i1 = np.clip(np.floor((thi - lo) / size).astype(np.int64), 0, dims - 1)
     cells, tris = [], []
+    reach = margin + 0.5 * math.sqrt(3.0) * size
     for t in range(len(triangles)):
         g = np.stack(np.meshgrid(*(np.arange(i0[t, d], i1[t, d] + 1) for d in range(3)), indexing="ij"), -1)
         g = g.reshape(-1, 3)
+        if len(g) > 8:  # keep the cells the triangle comes within reach of
+            centre = lo + (g + 0.5) * size
+            k = len(g)
+            _, d = closest_points(centre, np.broadcast_to(a[t], (k, 3)), np.broadcast_to(b[t], (k, 3)),
+                                  np.broadcast_to(c[t], (k, 3)))  # fmt: skip
+            g = g[d <= reach]
         cells.append((g[:, 0] * dims[1] + g[:, 1]) * dims[2] + g[:, 2])
         tris.append(np.full(len(g), t))
     cells, tris = np.concatenate(cells), np.concatenate(tris)
