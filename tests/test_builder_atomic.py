@@ -20,6 +20,7 @@ import pytest
 
 from granular.particles import shapes
 from granular.particles.builder import ModelBuilder
+from granular.particles.forces.meshes import TriangleMesh
 
 # ------------------------------------------------------------------ snapshots
 
@@ -82,6 +83,8 @@ BASES = {"plain": plain, "materials": with_materials}
 BOX = [[0.0, 0.0, 0.0], [30.0, 30.0, 30.0]]
 
 #: (method, what is bad, call, message): every call raises ValueError matching message
+PLATE = TriangleMesh.rectangle([0.0, 0.0, -50.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+
 BAD = [
     ("add_particles", "radius < 0", lambda b: b.add_particles([[9.0, 9.0, 9.0]], radius=-1), r"radius: must be"),
     ("add_particles", "unknown material", lambda b: b.add_particles([[9.0, 9.0, 9.0]], material="wood"),
@@ -146,6 +149,12 @@ BAD = [
     ("add_wall", "k < 0", lambda b: b.add_wall([1.0, 0, 0], -5.0, k=-1.0), r"wall \d+: k: must be finite and >= 0"),
     ("add_wall", "unknown material", lambda b: b.add_wall([1.0, 0, 0], -5.0, material="wood"),
      r"material: no material named 'wood'"),
+    ("add_mesh", "not a mesh", lambda b: b.add_mesh([[0.0, 0.0, 0.0]]), r"mesh 0: must be a granular.TriangleMesh"),
+    ("add_mesh", "smooth angle 0", lambda b: b.add_mesh(PLATE, smooth_angle=0.0), r"smooth_angle: must be a number"),
+    ("add_mesh", "unknown material", lambda b: b.add_mesh(PLATE, material="wood"), r"material: no material named"),
+    ("add_mesh", "k < 0", lambda b: b.add_mesh(PLATE, k=-1.0), r"k: must be finite and >= 0"),
+    ("add_mesh", "bad velocity table", lambda b: b.add_mesh(PLATE, velocity=[[0.0, 1, 0, 0], [0.0, 2, 0, 0]]),
+     r"times must increase strictly"),
     ("finalize", "dtype float16", lambda b: b.finalize("cpu", dtype=np.float16), r"dtype: must be float64"),
     ("finalize", "unknown backend", lambda b: b.finalize("tpu"), r"backend"),
     ("replicas", "an empty builder among them", lambda b: ModelBuilder.replicas([b, ModelBuilder()]),

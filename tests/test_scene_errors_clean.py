@@ -47,6 +47,9 @@ FULL = {
               {"kind": "touching", "factor": 1.01, "family": "b"}],  # fmt: skip
     "contacts": {"law": "hertz-mindlin"},
     "walls": [{"normal": [0.0, 0.0, 1.0], "offset": -5.0}],
+    "meshes": [{"shape": {"kind": "rectangle", "center": [0.0, 0.0, -9.0], "u": [1.0, 0.0, 0.0], "v": [0.0, 1.0, 0.0]}},
+               {"shape": {"kind": "box", "lo": [100.0, 100.0, 100.0], "hi": [101.0, 101.0, 101.0]}},
+               {"shape": {"kind": "cylinder", "radius": 1.0, "length": 1.0, "center": [200.0, 0.0, 0.0]}}],
     "fields": {"gravity": [0.0, 0.0, -1.0], "pendulum": [{"group": "g"}]},
 }
 
@@ -65,6 +68,10 @@ TABLES = [
     ("bonds[2]", ("bonds", 2), sc.TouchingBonds),
     ("contacts", ("contacts",), sc.ContactsTable),
     ("walls[0]", ("walls", 0), sc.Wall),
+    ("meshes[0]", ("meshes", 0), sc.MeshTable),
+    ("meshes[0].shape", ("meshes", 0, "shape"), sc.RectangleShape),
+    ("meshes[1].shape", ("meshes", 1, "shape"), sc.BoxShape),
+    ("meshes[2].shape", ("meshes", 2, "shape"), sc.CylinderShape),
     ("fields", ("fields",), sc.FieldsTable),
     ("fields.pendulum[0]", ("fields", "pendulum", 0), sc.Pendulum),
 ]
@@ -101,7 +108,7 @@ def test_every_table_of_the_schema_is_swept():
 
 
 FIELDS = [(where, keys, name, cls) for where, keys, cls in TABLES for name in cls.model_fields
-          if not (name == "kind" and "kind" in cls.model_fields and where.startswith(("particles", "bonds")))
+          if not (name == "kind" and "kind" in cls.model_fields and where.startswith(("particles", "bonds", "meshes")))
           and name != "bodies"]  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from kernels import contact_laws
 
 from .forces import ParticleContacts, Walls
 from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law, reach
-from .forces.meshes import mesh_problem
+from .forces.meshes import TriangleMesh, mesh_problem
 from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems
 from .forces.motion import WallMotion
 from .inputs import _nonnegative
@@ -316,8 +316,6 @@ class ContactSettings:
         int
             Id of the mesh (0, 1, ... in the order of the calls).
         """
-        from .forces.meshes import TriangleMesh
-
         self._open("add_mesh")
         mid = len(self._meshes)
         what = f"mesh {mid} ({getattr(mesh, 'name', '?')})"

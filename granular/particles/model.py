@@ -20,6 +20,7 @@ import numpy as np
 
 from kernels import contact_laws
 from kernels.layout import DIAGNOSTICS, Dynamics, Particles
+from kernels.meshes import LOAD_WIDTH, SLOTS
 
 from ..backend import Backend
 from .forces.bonds import empty_bond_args
@@ -301,8 +302,6 @@ class Model:
         walls = self.force("walls")
         if walls is None or not walls.meshes:
             return np.zeros((0, 6)), np.zeros((0, 3))
-        from kernels.meshes import LOAD_WIDTH, SLOTS
-
         a = self.kernel_args(cfg)
         kern = self.kernels
         kern.set_stream(0)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import PackingError
 from .builder import ModelBuilder
+from .forces.meshes import TriangleMesh
 
 
 def ring_positions(n_p: int, ring_diameter: float, center=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0)) -> np.ndarray:
@@ -311,8 +312,6 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
     if mesh is None:
         b.add_wall([1.0, 0.0, 0.0], 0.0, material=material, k=None if friction else kpp)
     else:
-        from .forces.meshes import TriangleMesh
-
         half = 0.5 * n + 1.0
         c = 0.5 * (n - 1)
         plate = TriangleMesh.rectangle([0.0, c, c], [0.0, half, 0.0], [0.0, 0.0, half], divisions=(mesh, mesh))

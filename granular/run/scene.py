@@ -26,6 +26,7 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
+from ..particles.forces.meshes import TriangleMesh
 from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import overlap_problem, wall_problem
 from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
@@ -427,8 +428,6 @@ class MeshTable(_Strict):
 
     def triangles(self, folder):
         """The :class:`~granular.TriangleMesh` this table describes, transformed."""
-        from granular.particles.forces.meshes import TriangleMesh
-
         sh = self.shape
         if sh is None:
             path = self.file if os.path.isabs(self.file) else os.path.join(folder or os.getcwd(), self.file)
