@@ -129,6 +129,30 @@ def test_a_sphere_on_an_edge_or_a_vertex_of_a_box_feels_the_closed_form_force(x,
     np.testing.assert_allclose(Mm[0], np.cross(np.subtract(contact, box.center), -F), rtol=1e-10, atol=1e-12 * f)
 
 
+@pytest.mark.parametrize("x", [(0.5 + 0.6 * R, 0.3, 1.0 + 0.55 * R), (0.5 + 0.5 * R, 0.5 + 0.45 * R, 1.0 + 0.5 * R),
+                               (0.5 - 0.8 * R, 0.1, 1.0 - 0.3)], ids=["edge", "vertex", "side-face"])  # fmt: skip
+def test_the_mesh_force_is_minus_the_gradient_of_the_mesh_energy(x):
+    """A sphere at rest on a meshed box (no history yet): the force of the mesh contacts
+    equals the central difference of their stored energy (``U_pw``) in each direction."""
+    box = TriangleMesh.box([-0.5, -0.5, 0.0], [0.5, 0.5, 1.0])
+
+    def at(y):
+        m = sphere_model(box, tuple(y), gravity=False)
+        return m, m.state()
+
+    m, s = at(x)
+    F = gr.forces_by_family(m, s)["walls"][0][0]
+    eps = 1e-7 * R
+    grad = np.zeros(3)
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = eps
+        up = [energies(*a, a[0].diagnostics(a[1]))["U_pw"] for a in (at(np.add(x, e)), at(np.subtract(x, e)))]
+        grad[k] = (up[0] - up[1]) / (2.0 * eps)
+    assert np.linalg.norm(F) > 0
+    np.testing.assert_allclose(F, -grad, rtol=1e-6, atol=1e-6 * np.linalg.norm(F))
+
+
 def test_a_sphere_in_a_concave_corner_touches_both_faces():
     """Inside a meshed box, a sphere in the corner of the floor and a side feels both
     faces: the two planar walls' forces summed."""

@@ -344,18 +344,23 @@ class ContactsTable(_Strict):
 VelocityRow = Annotated[list[Finite], Field(min_length=4, max_length=4)]
 
 
-class Wall(_Strict):
-    normal: Vec3
-    offset: Finite = 0.0
-    k: NonNegative | None = None
-    material: Annotated[str, Field(min_length=1)] | None = None
-    allow_initial_overlap: bool = False
-    # prescribed motion (ModelBuilder.add_wall): a constant velocity or rows [t, vx, vy, vz]
+class _Moving(_Strict):
+    """The prescribed rigid motion of a wall or a mesh (``ModelBuilder.add_wall``): a
+    constant velocity or rows ``[t, vx, vy, vz]``, a steady rotation about ``center``."""
+
     velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = Field(
         None, description="3 numbers [vx, vy, vz] (a constant velocity) or rows [[t, vx, vy, vz], ...] (a table, "
         "times strictly increasing)")  # fmt: skip
     angular_velocity: Vec3 | None = None
     center: Vec3 | None = None
+
+
+class Wall(_Moving):
+    normal: Vec3
+    offset: Finite = 0.0
+    k: NonNegative | None = None
+    material: Annotated[str, Field(min_length=1)] | None = None
+    allow_initial_overlap: bool = False
 
     @field_validator("normal")
     @classmethod
@@ -398,7 +403,7 @@ class CylinderShape(_Strict):
 MeshShape = Annotated[Union[RectangleShape, BoxShape, CylinderShape], Field(discriminator="kind")]
 
 
-class MeshTable(_Strict):
+class MeshTable(_Moving):
     """A rigid triangle mesh (``ModelBuilder.add_mesh``): a file read by meshio (a relative
     path from the scene file's folder) in ``units``, or a ``shape``; then scaled, rotated
     (``[axis_x, axis_y, axis_z, degrees]``) and translated."""
@@ -414,11 +419,6 @@ class MeshTable(_Strict):
     material: Annotated[str, Field(min_length=1)] | None = None
     smooth_angle: Annotated[float, Field(gt=0.0, lt=90.0)] = 20.0
     allow_initial_overlap: bool = False
-    velocity: Vec3 | Annotated[list[VelocityRow], Field(min_length=1)] | None = Field(
-        None, description="3 numbers [vx, vy, vz] (a constant velocity) or rows [[t, vx, vy, vz], ...] (a table, "
-        "times strictly increasing)")  # fmt: skip
-    angular_velocity: Vec3 | None = None
-    center: Vec3 | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
