@@ -35,6 +35,7 @@ def build(jit, base):
     axial_bond = jit(laws.axial_bond)
     shear_bond = jit(laws.shear_bond)
     parallel_bond = jit(laws.parallel_bond)
+    min_image = jit(laws.min_image)
 
     @jit
     def relative_rotation(T, k, q, bonds):
@@ -61,6 +62,21 @@ def build(jit, base):
         return quat_log(T, d0, d1, d2, d3)
 
     @jit
+    def bond_vector(T, a, b, x, bonds):
+        """``x_a - x_b``, by the minimum image along the periodic axes of a periodic box
+        (``bonds.period`` not empty; :func:`kernels.laws.min_image`), so a bond across the
+        boundary has the terms of the same bond inside the box."""
+        d1 = x[a, 0] - x[b, 0]
+        d2 = x[a, 1] - x[b, 1]
+        d3 = x[a, 2] - x[b, 2]
+        period = bonds.period
+        if period.shape[0] > 0:
+            d1 = min_image(T, d1, period[0, 1], period[0, 2])
+            d2 = min_image(T, d2, period[1, 1], period[1, 2])
+            d3 = min_image(T, d3, period[2, 1], period[2, 2])
+        return d1, d2, d3
+
+    @jit
     def parallel_terms(T, k, x, q, bonds):
         """:func:`kernels.laws.parallel_bond` of bond ``k``, in the layout of :func:`bond_terms`."""
         a = bonds.a[k]
@@ -72,7 +88,8 @@ def build(jit, base):
         th1, th2, th3 = quat_log(T, d0, d1, d2, d3)
         half_cos = abs(d0)  # cos(|θ|/2) and sin(|θ|/2), up to the quaternion's norm
         half_sin = math.sqrt(d1 * d1 + d2 * d2 + d3 * d3)
-        return parallel_bond(T, x[a, 0] - x[b, 0], x[a, 1] - x[b, 1], x[a, 2] - x[b, 2], pa1, pa2, pa3, pb1, pb2,
+        d1, d2, d3 = bond_vector(T, a, b, x, bonds)
+        return parallel_bond(T, d1, d2, d3, pa1, pa2, pa3, pb1, pb2,
                              pb3, th1, th2, th3, half_cos, half_sin, bonds.rest_length[k], bonds.ka[k], bonds.ks[k], bonds.km[k],
                              bonds.kt[k], bonds.arm[k, 0], bonds.arm[k, 1], crit[k, 0], crit[k, 1], crit[k, 2],
                              crit[k, 3], bonds.form[k] == 2)  # fmt: skip
@@ -87,9 +104,7 @@ def build(jit, base):
             return parallel_terms(T, k, x, q, bonds)
         a = bonds.a[k]
         b = bonds.b[k]
-        d1 = x[a, 0] - x[b, 0]
-        d2 = x[a, 1] - x[b, 1]
-        d3 = x[a, 2] - x[b, 2]
+        d1, d2, d3 = bond_vector(T, a, b, x, bonds)
         fa1, fa2, fa3, ua, strain = axial_bond(T, d1, d2, d3, bonds.rest_length[k], bonds.ka[k])
         n0a, n0b = bonds.n0a, bonds.n0b
         pa1, pa2, pa3 = quat_rotate(T, q[a, 0], q[a, 1], q[a, 2], q[a, 3], n0a[k, 0], n0a[k, 1], n0a[k, 2])

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import laws
+
 _CPU = None
 
 
@@ -47,8 +49,10 @@ def _build_cpu():
         elif rj < ri:
             parent[ri] = rj
 
+    min_image = njit(cache=True)(laws.min_image)
+
     @njit(cache=True)
-    def label(a, b, broken, use_contacts, x, radius, nbr, count, parent):
+    def label(a, b, broken, use_contacts, x, radius, nbr, count, period, parent):
         n = parent.shape[0]
         for i in range(n):
             parent[i] = i
@@ -62,6 +66,11 @@ def _build_cpu():
                     d0 = x[i, 0] - x[j, 0]
                     d1 = x[i, 1] - x[j, 1]
                     d2 = x[i, 2] - x[j, 2]
+                    if period.shape[0] > 0:
+                        T = x.dtype.type
+                        d0 = min_image(T, d0, period[0, 1], period[0, 2])
+                        d1 = min_image(T, d1, period[1, 1], period[1, 2])
+                        d2 = min_image(T, d2, period[2, 1], period[2, 2])
                     reach = radius[i] + radius[j]
                     if d0 * d0 + d1 * d1 + d2 * d2 < reach * reach:
                         union(parent, i, j)
@@ -71,12 +80,19 @@ def _build_cpu():
     return label
 
 
-def label_cpu(a, b, broken, x, radius, nbr=None, count=None) -> np.ndarray:
+def _period(period, dtype):
+    """The periodic box as the kernels take it ((3, 3) rows ``(lo, L, 1/L)``), or (0, 3)."""
+    return np.zeros((0, 3), dtype) if period is None else np.asarray(period, dtype).reshape(-1, 3)
+
+
+def label_cpu(a, b, broken, x, radius, nbr=None, count=None, period=None) -> np.ndarray:
     """Component labels (the smallest particle index of each component), (N,) int64.
 
     ``a``, ``b``, ``broken``: the bonds' ends and flags (B,); ``x`` (N, 3), ``radius``
     (N,); ``nbr`` (N, M) and ``count`` (N,): a neighbour list whose touching pairs join
-    components too (``None``: bonds only)."""
+    components too (``None``: bonds only); ``period``: a periodic box's (3, 3) rows
+    ``(lo, L, 1/L)`` (:class:`kernels.layout.Contacts`), where touching is measured by the
+    minimum image."""
     global _CPU
     if _CPU is None:
         _CPU = _build_cpu()
@@ -86,11 +102,11 @@ def label_cpu(a, b, broken, x, radius, nbr=None, count=None) -> np.ndarray:
     if not use:
         nbr = np.zeros((n, 0), dtype=np.int64)
         count = np.zeros(n, dtype=np.int64)
-    _CPU(a, b, broken, use, x, radius, nbr, count, parent)
+    _CPU(a, b, broken, use, x, radius, nbr, count, _period(period, x.dtype), parent)
     return parent
 
 
-def label_cuda(xp, to_device, a, b, broken, x, radius, nbr=None, count=None, threads=None):
+def label_cuda(xp, to_device, a, b, broken, x, radius, nbr=None, count=None, threads=None, period=None):
     """:func:`label_cpu` on the GPU: the labels as an ``xp`` array (N,) int64, computed on
     the device; one flag is read back per round. ``to_device`` makes numba views of
     ``xp`` arrays (NumPy arrays under the CUDA simulator)."""
@@ -108,7 +124,8 @@ def label_cuda(xp, to_device, a, b, broken, x, radius, nbr=None, count=None, thr
 
     start[grid(n), tpb](dp)
     args_b = (to_device(a), to_device(b), to_device(broken))
-    args_c = None if nbr is None else (to_device(x), to_device(radius), to_device(nbr), to_device(count))
+    box = to_device(xp.asarray(_period(period, x.dtype)))
+    args_c = None if nbr is None else (to_device(x), to_device(radius), to_device(nbr), to_device(count), box)
     for _ in range(n + 1):  # each round joins at least two roots; in practice O(log N) rounds
         changed[0] = 0
         if nb:

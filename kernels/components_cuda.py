@@ -5,7 +5,10 @@ globals, so ``cuda`` must be one here. Imported on first use by
 
 from numba import cuda
 
+from . import laws
 from .cuda import TPB
+
+min_image = cuda.jit(device=True)(laws.min_image)
 
 __all__ = ["TPB", "hook_bonds", "hook_contacts", "jump", "start"]
 
@@ -43,7 +46,7 @@ def hook_bonds(a, b, broken, parent, changed):
 
 
 @cuda.jit
-def hook_contacts(x, radius, nbr, count, parent, changed):
+def hook_contacts(x, radius, nbr, count, period, parent, changed):
     i = cuda.grid(1)
     if i < parent.shape[0]:
         for s in range(count[i]):
@@ -51,6 +54,11 @@ def hook_contacts(x, radius, nbr, count, parent, changed):
             d0 = x[i, 0] - x[j, 0]
             d1 = x[i, 1] - x[j, 1]
             d2 = x[i, 2] - x[j, 2]
+            if period.shape[0] > 0:
+                T = x.dtype.type
+                d0 = min_image(T, d0, period[0, 1], period[0, 2])
+                d1 = min_image(T, d1, period[1, 1], period[1, 2])
+                d2 = min_image(T, d2, period[2, 1], period[2, 2])
             reach = radius[i] + radius[j]
             if d0 * d0 + d1 * d1 + d2 * d2 < reach * reach:
                 hook(parent, i, j, changed)

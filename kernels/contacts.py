@@ -60,6 +60,7 @@ def build(jit, law, bond_fns, meshes=False):
         L.wall_energy,
     )
     law_moving = L.moving
+    law_orient = L.orient
     cadd = jit(laws.compensated_add)
     H = law.HISTORY
     U = H + 9  # the stored energy's place in a law's result
@@ -67,6 +68,8 @@ def build(jit, law, bond_fns, meshes=False):
     MOMENTS = law.MOMENTS
     DISSIPATES = law.DISSIPATES
     ODD = law.ODD
+    ORIENTED = law.ORIENTED
+    min_image = jit(laws.min_image)
     CONTACTS_LIST = laws.CONTACTS_LIST
     CONTACTS_ALL_PAIRS = laws.CONTACTS_ALL_PAIRS
 
@@ -129,10 +132,12 @@ def build(jit, law, bond_fns, meshes=False):
         return i < j
 
     @jit
-    def separation(i, j, x):
+    def separation(i, j, x, period):
         """``d = x_lo - x_hi`` for the pair ``(i, j)`` in canonical order (:func:`first`)
-        and its square ``|d|²``. (The branches do not merge ``i`` and ``j`` into one
-        variable: Numba's parallel loop index is unsigned.)"""
+        and its square ``|d|²``; in a periodic box (``period`` not empty) the minimum image
+        (:func:`kernels.laws.min_image`, odd in ``d``, so both ends still get the same
+        bits). (The branches do not merge ``i`` and ``j`` into one variable: Numba's
+        parallel loop index is unsigned.)"""
         if first(i, j, x):
             d1 = x[i, 0] - x[j, 0]
             d2 = x[i, 1] - x[j, 1]
@@ -141,7 +146,33 @@ def build(jit, law, bond_fns, meshes=False):
             d1 = x[j, 0] - x[i, 0]
             d2 = x[j, 1] - x[i, 1]
             d3 = x[j, 2] - x[i, 2]
+        if period.shape[0] > 0:
+            T = x.dtype.type
+            d1 = min_image(T, d1, period[0, 1], period[0, 2])
+            d2 = min_image(T, d2, period[1, 1], period[1, 2])
+            d3 = min_image(T, d3, period[2, 1], period[2, 2])
         return d1, d2, d3, d1 * d1 + d2 * d2 + d3 * d3
+
+    @jit
+    def orientation(i, j, x):
+        """``-1.0`` where the pair's canonical order (:func:`first`, by position) differs
+        from its order by index, else ``1.0``. A law's oriented history (its first
+        ``ORIENTED`` floats: the tangential spring, a displacement of ``a`` relative to
+        ``b``) is stored in the order by index, which never changes, and seen by the law
+        in the canonical order: multiplied by this sign on the way in and out (exact). So
+        a contact whose canonical order flips (the centres pass each other in ``x``, or
+        one is wrapped into a periodic box) keeps its spring."""
+        T = x.dtype.type
+        if (i < j) == first(i, j, x):
+            return T(1.0)
+        return T(-1.0)
+
+    @jit
+    def orient_slot(a, i, s, sign):
+        """The oriented floats of slot ``s`` of row ``i`` of ``a`` multiplied by ``sign``
+        (after :func:`law_store` wrote the law's history in the canonical order)."""
+        for c in range(ORIENTED):
+            a[i, s, c] = sign * a[i, s, c]
 
     @jit
     def row_of(i, j, contacts):
@@ -157,7 +188,7 @@ def build(jit, law, bond_fns, meshes=False):
         dissipated energies, touching)``; with ``update`` (a step) the slot's history is
         replaced by the law's new history, or released when the contact opened."""
         x, radius = dyn.x, par.radius
-        d1, d2, d3, dist2 = separation(i, j, x)
+        d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
         reach = radius[i] + radius[j]
         held = False
         if H > 0 and s >= 0:
@@ -168,7 +199,8 @@ def build(jit, law, bond_fns, meshes=False):
         if bonds.skip_contacts and bonded(T, i, j, update, dyn, bonds):
             return acc
         p = law_params(contacts.pair, row_of(i, j, contacts))
-        hist = law_load(contacts.hist, i, s)
+        sign = orientation(i, j, x)
+        hist = law_orient(law_load(contacts.hist, i, s), sign)
         if what == RELEASE:  # the contact opened in this step: its history's energy is released
             rel = law_release(T, radius[i], radius[j], p, hist)
             for c in range(H):
@@ -203,6 +235,7 @@ def build(jit, law, bond_fns, meshes=False):
             dt += r[D + 3]
         if update and H > 0:
             law_store(contacts.hist, i, s, r)
+            orient_slot(contacts.hist, i, s, sign)
             contacts.live[i, s] = 1 if r[H + 8] != T(0.0) else 0
         return f1, c1, f2, c2, f3, c3, m1, e1, m2, e2, m3, e3, u, cu, dn, df, dr, dt, acc[18] + 1
 
@@ -258,7 +291,7 @@ def build(jit, law, bond_fns, meshes=False):
         z = T(0.0)
         hist, live = contacts.hist, contacts.live
         radius = par.radius
-        d1, d2, d3, dist2 = separation(i, j, x)
+        d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
         reach = radius[i] + radius[j]
         held = False
         if H > 0:
@@ -272,7 +305,8 @@ def build(jit, law, bond_fns, meshes=False):
         if H > 0 or need_q:
             q = slot_of(j, i, contacts)
         p = law_params(contacts.pair, pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat))
-        hh = law_load(hist, i, s)
+        sign = orientation(i, j, x)
+        hh = law_orient(law_load(hist, i, s), sign)
         if what == RELEASE:
             rel = law_release(T, radius[i], radius[j], p, hh)
             for c in range(H):
@@ -297,9 +331,11 @@ def build(jit, law, bond_fns, meshes=False):
         if H > 0:
             held_now = 1 if r[H + 8] != z else 0
             law_store(hist, i, s, r)
+            orient_slot(hist, i, s, sign)
             live[i, s] = held_now
             if q >= 0:
                 law_store(hist, j, q, r)
+                orient_slot(hist, j, q, sign)
                 live[j, q] = held_now
         return 1, a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, b6, dn, df, dr, dt, q
 
@@ -706,7 +742,7 @@ def build(jit, law, bond_fns, meshes=False):
                 slot = s
             elif j == i:
                 continue
-            d1, d2, d3, dist2 = separation(i, j, x)
+            d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
             reach = radius[i] + radius[j]
             held = False
             if H > 0 and slot >= 0:
@@ -717,7 +753,7 @@ def build(jit, law, bond_fns, meshes=False):
                 continue
             touching += 1
             p = law_params(contacts.pair, row_of(i, j, contacts))
-            hist = law_load(contacts.hist, i, slot)
+            hist = law_orient(law_load(contacts.hist, i, slot), orientation(i, j, x))
             other = law_body(T, j, dyn, par)
             if first(i, j, x):
                 e = law_energy(T, d1, d2, d3, dist2, reach, me, other, p, hist)

@@ -477,13 +477,13 @@ def _compile(law, meshes=False):
 
 
     @kernel
-    def _grid_bin(x, grid):
+    def _grid_bin(x, grid, period):
         """Serial counting pass of every particle into its bucket (deterministic order)."""
         grid.bucket_count[:] = 0
         depth = grid.members.shape[1]
         most = 0
         for i in range(x.shape[0]):
-            b = _bucket_of(i, x, grid)
+            b = _bucket_of(i, x, grid, period)
             slot = grid.bucket_count[b]
             if slot < depth:
                 grid.members[b, slot] = i
@@ -501,13 +501,13 @@ def _compile(law, meshes=False):
 
 
     @kernel
-    def _bin(x, grid, report):
+    def _bin(x, grid, period, report):
         """Bin the particles: into the sorted cell list where it applies (it cannot
         overflow), else into the hash grid; False when a bucket overflowed (the caller
         regrows)."""
-        if grid.cells.shape[0] > 3 and _sort_cells(x, grid):
+        if grid.cells.shape[0] > 3 and _sort_cells(x, grid, period):
             return True
-        most = _grid_bin(x, grid)
+        most = _grid_bin(x, grid, period)
         report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
         return most <= grid.members.shape[1]
 
@@ -517,7 +517,7 @@ def _compile(law, meshes=False):
         """Build the list at ``x``; False if a bucket or a row outgrew its array."""
         if HISTORY > 0:  # the springs are carried from the rows as they were before the build
             _keep_range(_0, contacts.count.shape[0], contacts)
-        if not _bin(x, grid, report):
+        if not _bin(x, grid, contacts.period, report):
             return False
         _build_range(_0, x.shape[0], x, radius, contacts, grid)
         most = _max_count(contacts.count)
@@ -529,7 +529,7 @@ def _compile(law, meshes=False):
     def _rebuild_parallel(nchunks, x, radius, contacts, grid, report):
         if HISTORY > 0:
             _keep_parallel(nchunks, contacts)
-        if not _bin(x, grid, report):
+        if not _bin(x, grid, contacts.period, report):
             return False
         _build_parallel(nchunks, x, radius, contacts, grid)
         most = _max_count(contacts.count)

@@ -279,12 +279,12 @@ def _compile(law, meshes=False):
 
 
     @cuda.jit
-    def _grid_bin_kernel(x, grid_):
+    def _grid_bin_kernel(x, grid_, period):
         """Each particle takes the next slot of its bucket (atomic); the order within a
         bucket varies from run to run, the sorted list rows built from it do not."""
         i = cuda.grid(1)
         if i < x.shape[0]:
-            b = _bucket_of(i, x, grid_)
+            b = _bucket_of(i, x, grid_, period)
             slot = cuda.atomic.add(grid_.bucket_count, b, 1)
             if slot < grid_.members.shape[1]:
                 grid_.members[b, slot] = i
@@ -300,7 +300,7 @@ def _compile(law, meshes=False):
         n = 0
         fill = 0
         if i < x.shape[0]:
-            fill = grid_.bucket_count[_bucket_of(i, x, grid_)]
+            fill = grid_.bucket_count[_bucket_of(i, x, grid_, contacts.period)]
             n = _build_body(i, x, radius, contacts, grid_)
         sh[0, t] = n
         sh[1, t] = fill
@@ -401,7 +401,7 @@ def _compile(law, meshes=False):
         if HISTORY > 0:
             _launch(_keep_kernel, contacts.count.shape[0])(contacts)
         _launch(_grid_clear_kernel, grid_.bucket_count.shape[0])(grid_)
-        _launch(_grid_bin_kernel, x.shape[0])(x, grid_)
+        _launch(_grid_bin_kernel, x.shape[0])(x, grid_, contacts.period)
         _launch(_grid_build_kernel, x.shape[0])(x, radius, contacts, grid_, report)
 
 

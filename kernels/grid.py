@@ -31,6 +31,11 @@ positions in that order (``Grid.order``, ``start``, ``xs``), and a row scans the
 runs of three consecutive cells around its own: contiguous memory, no hash collisions to
 test. The rows are the same sets in the same order as the hash grid's.
 
+In a periodic box (``Contacts.period``) the period along a periodic axis is cut into
+``floor(L / cell)`` equal cells (:func:`build` ``axis_cells``; one cell, scanned once,
+where that is fewer than three), a particle is binned by its image in the box, the
+scanned cells wrap around the axis, and the distance test takes the minimum image.
+
 Cell coordinates are clamped to ±1e12 cells (a blown-up or non-finite position lands in
 an edge cell, where the distance test still decides), so the integer arithmetic cannot
 overflow.
@@ -48,6 +53,8 @@ def build(jit, history=0):
     cell_hash = jit(laws.cell_hash)
 
     cell_of = jit(laws.cell_of)
+    min_image = jit(laws.min_image)
+    periodic_cell = jit(laws.periodic_cell)
 
     @jit
     def replica_of(i, grid):
@@ -55,12 +62,65 @@ def build(jit, history=0):
         return grid.replica[i] if grid.replica.shape[0] > 0 else 0
 
     @jit
-    def bucket_of(i, x, grid):
+    def axis_cells(T, period, c, inv):
+        """Cells along periodic axis ``c`` for cells at least ``1 / inv`` wide: the period
+        cut into ``floor(L inv)`` equal cells (at most 2^20), or into one where that is
+        fewer than three (then the one cell is scanned once, not as three neighbours)."""
+        m = period[c, 1] * inv
+        n = 1 << 20 if not (m < T(1048576.0)) else int(m)
+        return n if n >= 3 else 1
+
+    @jit
+    def cell_at(T, v, c, inv, period):
+        """Hash-grid cell coordinate of position component ``v`` along axis ``c``:
+        ``floor(v inv)``, or along a periodic axis (``period[c, 1] > 0``) the cell of its
+        image in the box, in ``[0, axis_cells)``."""
+        if period.shape[0] > 0 and period[c, 1] > T(0.0):
+            return periodic_cell(T, v, period[c, 0], period[c, 2], axis_cells(T, period, c, inv))
+        return cell_of(T, v, inv)
+
+    @jit
+    def axis_span(T, cc, c, n_axis, period):
+        """The cells to scan around cell ``cc`` along axis ``c``: ``(first, stop, n)`` with
+        ``n`` the cells of a periodic axis (coordinates wrapped into ``[0, n)`` by
+        :func:`wrap_cell`) or 0 (not periodic: no wrap). A periodic axis of one cell is
+        scanned once."""
+        if period.shape[0] > 0 and period[c, 1] > T(0.0):
+            if n_axis < 3:
+                return 0, 1, 1
+            return cc - 1, cc + 2, n_axis
+        return cc - 1, cc + 2, 0
+
+    @jit
+    def wrap_cell(a, n):
+        """Cell coordinate ``a`` wrapped into ``[0, n)`` (``n`` 0: unchanged)."""
+        if n == 0:
+            return a
+        if a < 0:
+            return a + n
+        if a >= n:
+            return a - n
+        return a
+
+    @jit
+    def separation2(T, i, j, x, period):
+        """``|x_i - x_j|²``, by the minimum image along the periodic axes."""
+        d1 = x[i, 0] - x[j, 0]
+        d2 = x[i, 1] - x[j, 1]
+        d3 = x[i, 2] - x[j, 2]
+        if period.shape[0] > 0:
+            d1 = min_image(T, d1, period[0, 1], period[0, 2])
+            d2 = min_image(T, d2, period[1, 1], period[1, 2])
+            d3 = min_image(T, d3, period[2, 1], period[2, 2])
+        return d1 * d1 + d2 * d2 + d3 * d3
+
+    @jit
+    def bucket_of(i, x, grid, period):
         """Bucket of particle ``i``'s cell (in its replica)."""
         T = x.dtype.type
         inv = grid.inv_cell
-        return cell_hash(cell_of(T, x[i, 0], inv), cell_of(T, x[i, 1], inv), cell_of(T, x[i, 2], inv),
-                         replica_of(i, grid), grid.mask)  # fmt: skip
+        return cell_hash(cell_at(T, x[i, 0], 0, inv, period), cell_at(T, x[i, 1], 1, inv, period),
+                         cell_at(T, x[i, 2], 2, inv, period), replica_of(i, grid), grid.mask)  # fmt: skip
 
     @jit
     def keep_body(i, contacts):
@@ -145,35 +205,36 @@ def build(jit, history=0):
         members = grid.members
         depth = members.shape[1]
         skin = contacts.skin
-        cx = cell_of(T, x[i, 0], inv)
-        cy = cell_of(T, x[i, 1], inv)
-        cz = cell_of(T, x[i, 2], inv)
+        period = contacts.period
+        cx = cell_at(T, x[i, 0], 0, inv, period)
+        cy = cell_at(T, x[i, 1], 1, inv, period)
+        cz = cell_at(T, x[i, 2], 2, inv, period)
+        x0, x1, nx = axis_span(T, cx, 0, axis_cells(T, period, 0, inv) if period.shape[0] > 0 else 0, period)
+        y0, y1, ny = axis_span(T, cy, 1, axis_cells(T, period, 1, inv) if period.shape[0] > 0 else 0, period)
+        z0, z1, nz = axis_span(T, cz, 2, axis_cells(T, period, 2, inv) if period.shape[0] > 0 else 0, period)
         ri = replica_of(i, grid)
         replicas = grid.replica.shape[0] > 0
         n = 0
-        for dz in range(-1, 2):
-            for dy in range(-1, 2):
-                for dx in range(-1, 2):
-                    ccx = cx + dx
-                    ccy = cy + dy
-                    ccz = cz + dz
+        for az in range(z0, z1):
+            ccz = wrap_cell(az, nz)
+            for ay in range(y0, y1):
+                ccy = wrap_cell(ay, ny)
+                for ax in range(x0, x1):
+                    ccx = wrap_cell(ax, nx)
                     b = cell_hash(ccx, ccy, ccz, ri, grid.mask)
                     filled = min(grid.bucket_count[b], depth)
                     for p in range(filled):
                         j = members[b, p]
                         if j == i:
                             continue
-                        if cell_of(T, x[j, 0], inv) != ccx or cell_of(T, x[j, 1], inv) != ccy:
+                        if cell_at(T, x[j, 0], 0, inv, period) != ccx or cell_at(T, x[j, 1], 1, inv, period) != ccy:
                             continue
-                        if cell_of(T, x[j, 2], inv) != ccz:
+                        if cell_at(T, x[j, 2], 2, inv, period) != ccz:
                             continue
                         if replicas and grid.replica[j] != ri:  # another replica's particle in this cell
                             continue
-                        d1 = x[i, 0] - x[j, 0]
-                        d2 = x[i, 1] - x[j, 1]
-                        d3 = x[i, 2] - x[j, 2]
                         cut = radius[i] + radius[j] + skin
-                        if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
+                        if separation2(T, i, j, x, period) < cut * cut:
                             n = insert(i, j, n, nbr)
         return finish_row(i, n, x, contacts)
 
@@ -198,11 +259,28 @@ def build(jit, history=0):
         return int(extent) + 1
 
     @jit
-    def sort_cells(x, grid):
+    def sorted_axis(T, v, c, grid, period):
+        """Cell of position component ``v`` along axis ``c`` in the sorted cell list:
+        :func:`sorted_cell` from the box's low corner, or along a periodic axis the cell of
+        its image in the period."""
+        if period.shape[0] > 0 and period[c, 1] > T(0.0):
+            return periodic_cell(T, v, period[c, 0], period[c, 2], grid.cells[c])
+        return sorted_cell(T, v, grid.box[c], grid.box[3], grid.cells[c])
+
+    @jit
+    def sorted_index(T, i, x, grid, period):
+        """Particle ``i``'s cell in the sorted cell list (row-major, ``x`` fastest)."""
+        nx, ny = grid.cells[0], grid.cells[1]
+        return (sorted_axis(T, x[i, 2], 2, grid, period) * ny + sorted_axis(T, x[i, 1], 1, grid, period)) * nx \
+            + sorted_axis(T, x[i, 0], 0, grid, period)
+
+    @jit
+    def sort_cells(x, grid, period):
         """Bin every particle into the sorted cell list (serial, deterministic): the
-        bounding box of the finite coordinates, cells at least ``1 / inv_cell`` wide (and
-        wider while the grid would have more cells than ``start`` holds), then a stable
-        counting sort by cell. Afterwards the particles of cell ``c`` are
+        bounding box of the finite coordinates (along a periodic axis the period itself,
+        cut into equal cells, :func:`axis_cells`), cells at least ``1 / inv_cell`` wide
+        (and wider while the grid would have more cells than ``start`` holds), then a
+        stable counting sort by cell. Afterwards the particles of cell ``c`` are
         ``order[start[c]:start[c + 1]]``, their positions ``xs`` in the same rows.
         Returns False where the list cannot be used (replicas, or no arrays): the hash
         grid serves then."""
@@ -226,6 +304,7 @@ def build(jit, history=0):
                 lo0, hi0 = min(lo0, a), max(hi0, a)
                 lo1, hi1 = min(lo1, b), max(hi1, b)
                 lo2, hi2 = min(lo2, c), max(hi2, c)
+        periodic = period.shape[0] > 0
         # a hair wider than the cutoff: a pair just inside it is never two cells apart by rounding
         width = (T(1.0) / grid.inv_cell) * T(1.000001)
         while True:
@@ -233,6 +312,13 @@ def build(jit, history=0):
             nx = cells_across(T, (hi0 - lo0) * inv)
             ny = cells_across(T, (hi1 - lo1) * inv)
             nz = cells_across(T, (hi2 - lo2) * inv)
+            if periodic:
+                if period[0, 1] > T(0.0):
+                    nx = axis_cells(T, period, 0, inv)
+                if period[1, 1] > T(0.0):
+                    ny = axis_cells(T, period, 1, inv)
+                if period[2, 1] > T(0.0):
+                    nz = axis_cells(T, period, 2, inv)
             if nx * ny * nz <= cap or not (width < T(1.0e300)):
                 break
             width = width * T(1.25)
@@ -245,16 +331,13 @@ def build(jit, history=0):
         for c in range(ncell + 2):
             start[c] = 0
         for i in range(n):
-            c = (sorted_cell(T, x[i, 2], lo2, inv, nz) * ny + sorted_cell(T, x[i, 1], lo1, inv, ny)) * nx \
-                + sorted_cell(T, x[i, 0], lo0, inv, nx)
-            start[c + 2] += 1
+            start[sorted_index(T, i, x, grid, period) + 2] += 1
         for c in range(2, ncell + 2):
             start[c] += start[c - 1]
         # start[c + 1] is now the beginning of cell c; placing in increasing index moves it
         # to the cell's end, which leaves cell c at start[c]:start[c + 1], in index order
         for i in range(n):
-            c = (sorted_cell(T, x[i, 2], lo2, inv, nz) * ny + sorted_cell(T, x[i, 1], lo1, inv, ny)) * nx \
-                + sorted_cell(T, x[i, 0], lo0, inv, nx)
+            c = sorted_index(T, i, x, grid, period)
             k = start[c + 1]
             start[c + 1] = k + 1
             grid.order[k] = i
@@ -264,37 +347,68 @@ def build(jit, history=0):
         return True
 
     @jit
+    def scan_run(i, k0, k1, n, xi, yi, zi, ri, radius, skin, nbr, order, xs, period):
+        """Add to row ``i`` (``n`` partners so far) the particles ``order[k0:k1]`` of the
+        sorted cell list within the cutoff; returns the new count."""
+        T = xs.dtype.type
+        for k in range(k0, k1):
+            j = order[k]
+            if j == i:
+                continue
+            d1 = xi - xs[k, 0]
+            d2 = yi - xs[k, 1]
+            d3 = zi - xs[k, 2]
+            if period.shape[0] > 0:
+                d1 = min_image(T, d1, period[0, 1], period[0, 2])
+                d2 = min_image(T, d2, period[1, 1], period[1, 2])
+                d3 = min_image(T, d3, period[2, 1], period[2, 2])
+            cut = ri + radius[j] + skin  # the hash grid's sum, in its order
+            if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
+                n = insert(i, j, n, nbr)
+        return n
+
+    @jit
     def sorted_body(i, x, radius, contacts, grid):
         """Row ``i`` of the Verlet list from the sorted cell list (:func:`sort_cells`):
         what :func:`build_body` gives, the nine runs of three cells around ``i``'s own
-        scanned in place of 27 hash buckets. Returns ``count[i]``."""
+        scanned in place of 27 hash buckets (along a periodic ``x`` three runs of one
+        cell, wrapped). Returns ``count[i]``."""
         T = x.dtype.type
         nbr = contacts.nbr
         skin = contacts.skin
+        period = contacts.period
         nx, ny, nz = grid.cells[0], grid.cells[1], grid.cells[2]
-        inv = grid.box[3]
         xi, yi, zi = x[i, 0], x[i, 1], x[i, 2]
-        cx = sorted_cell(T, xi, grid.box[0], inv, nx)
-        cy = sorted_cell(T, yi, grid.box[1], inv, ny)
-        cz = sorted_cell(T, zi, grid.box[2], inv, nz)
+        cx = sorted_axis(T, xi, 0, grid, period)
+        cy = sorted_axis(T, yi, 1, grid, period)
+        cz = sorted_axis(T, zi, 2, grid, period)
         ri = radius[i]
-        x0 = max(cx - 1, 0)
-        x1 = min(cx + 1, nx - 1)
+        x0, x1, px = axis_span(T, cx, 0, nx, period)
+        y0, y1, py = axis_span(T, cy, 1, ny, period)
+        z0, z1, pz = axis_span(T, cz, 2, nz, period)
+        if px == 0:
+            x0 = max(x0, 0)
+            x1 = min(x1, nx)
+        if py == 0:
+            y0 = max(y0, 0)
+            y1 = min(y1, ny)
+        if pz == 0:
+            z0 = max(z0, 0)
+            z1 = min(z1, nz)
         order, start, xs = grid.order, grid.start, grid.xs
         n = 0
-        for z in range(max(cz - 1, 0), min(cz + 2, nz)):
-            for y in range(max(cy - 1, 0), min(cy + 2, ny)):
-                row = (z * ny + y) * nx
-                for k in range(start[row + x0], start[row + x1 + 1]):
-                    j = order[k]
-                    if j == i:
-                        continue
-                    d1 = xi - xs[k, 0]
-                    d2 = yi - xs[k, 1]
-                    d3 = zi - xs[k, 2]
-                    cut = ri + radius[j] + skin  # the hash grid's sum, in its order
-                    if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
-                        n = insert(i, j, n, nbr)
+        for az in range(z0, z1):
+            z = wrap_cell(az, pz)
+            for ay in range(y0, y1):
+                row = (z * ny + wrap_cell(ay, py)) * nx
+                if px == 0:
+                    n = scan_run(i, start[row + x0], start[row + x1], n, xi, yi, zi, ri, radius, skin, nbr, order, xs,
+                                 period)  # fmt: skip
+                else:
+                    for ax in range(x0, x1):
+                        c = row + wrap_cell(ax, px)
+                        n = scan_run(i, start[c], start[c + 1], n, xi, yi, zi, ri, radius, skin, nbr, order, xs,
+                                     period)  # fmt: skip
         return finish_row(i, n, x, contacts)
 
     return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,

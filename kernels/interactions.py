@@ -240,7 +240,9 @@ def build(jit, base, law, prefetch=None, meshes=False):
         ``m v``; angular momentum about the origin ``x × m v + J Ω``; the broken bonds
         ending at ``a = i``; the energy those released; the energy its contacts
         dissipated; its contacts; the work the moving walls did on it. Sums over particles
-        are the totals."""
+        are the totals. In a periodic box ``x`` is the unwrapped position
+        (``x + image L``), so gravity's energy and the angular momentum do not jump when a
+        particle is wrapped."""
         x, v, om = dyn.x, dyn.v, dyn.omega
         T = x.dtype.type
         m = par.mass[i]
@@ -249,10 +251,17 @@ def build(jit, base, law, prefetch=None, meshes=False):
             out[i, c] = T(0.0)
         out[i, KT] = T(0.5) * m * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
         out[i, KR] = T(0.5) * J * (om[i, 0] * om[i, 0] + om[i, 1] * om[i, 1] + om[i, 2] * om[i, 2])
+        # the unwrapped position (a periodic box: the image counters times the periods)
+        x1, x2, x3 = x[i, 0], x[i, 1], x[i, 2]
+        if i < dyn.image.shape[0] and contacts.period.shape[0] > 0:
+            period = contacts.period
+            x1 = x1 + T(dyn.image[i, 0]) * period[0, 1]
+            x2 = x2 + T(dyn.image[i, 1]) * period[1, 1]
+            x3 = x3 + T(dyn.image[i, 2]) * period[2, 1]
         g = fields.gravity
         k = gravity_row(i, fields)
         if k >= 0:
-            out[i, UG] = -m * (g[k] * x[i, 0] + g[k + 1] * x[i, 1] + g[k + 2] * x[i, 2])
+            out[i, UG] = -m * (g[k] * x1 + g[k + 1] * x2 + g[k + 2] * x3)
         r1, r2, r3, up = pendulum_term(i, dyn.q, fields)
         out[i, UP] = up
         ua = us = um = ur = T(0.0)
@@ -289,9 +298,9 @@ def build(jit, base, law, prefetch=None, meshes=False):
         out[i, PX] = p1
         out[i, PX + 1] = p2
         out[i, PX + 2] = p3
-        out[i, LX] = x[i, 1] * p3 - x[i, 2] * p2 + J * om[i, 0]
-        out[i, LX + 1] = x[i, 2] * p1 - x[i, 0] * p3 + J * om[i, 1]
-        out[i, LX + 2] = x[i, 0] * p2 - x[i, 1] * p1 + J * om[i, 2]
+        out[i, LX] = x2 * p3 - x3 * p2 + J * om[i, 0]
+        out[i, LX + 1] = x3 * p1 - x1 * p3 + J * om[i, 1]
+        out[i, LX + 2] = x1 * p2 - x2 * p1 + J * om[i, 2]
 
     return SimpleNamespace(
         bonds=B,

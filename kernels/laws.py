@@ -312,6 +312,49 @@ def cell_of(T, x, inv_cell):
     return int(math.floor(c))
 
 
+def min_image(T, d, length, inv_length):
+    """Minimum image of a separation component ``d`` along an axis of period ``length``
+    (``inv_length = 1/length``; both 0 for an axis that is not periodic, where ``d`` comes
+    back unchanged): ``d - k L`` with ``k`` the integer nearest ``d/L``, halves rounded away
+    from zero, so that the image of ``-d`` is exactly minus the image of ``d`` (both ends of
+    a pair get the same bits, negated). A NaN or absurd ``d`` comes back unchanged."""
+    a = d * inv_length
+    b = abs(a)
+    if b > T(0.5) and b < T(1.0e15):
+        d = d - math.copysign(T(math.floor(b + T(0.5))), a) * length
+    return d
+
+
+def wrap_coordinate(T, v, lo, length, inv_length):
+    """A position component put back into the periodic interval ``[lo, lo + length)``
+    (``inv_length = 1/length``; 0 for an axis that is not periodic): ``(v - k L, k)`` with
+    ``k = floor((v - lo)/L)``, the number of periods crossed (the image counter's change);
+    ``(v, 0)`` where ``v`` is inside already, the axis is not periodic or ``v`` is not
+    finite."""
+    u = (v - lo) * inv_length
+    if (u >= T(0.0) and u < T(1.0)) or not (abs(u) < T(1.0e15)):
+        return v, 0
+    k = int(math.floor(u))
+    return v - T(k) * length, k
+
+
+def periodic_cell(T, v, lo, inv_length, n):
+    """Cell ``[0, n)`` of a position component along a periodic axis cut into ``n`` equal
+    cells (``inv_length = 1/length``): of its image in ``[lo, lo + length)``, so a position
+    outside the box is binned where its image is (a NaN or absurd one: cell 0)."""
+    u = (v - lo) * inv_length
+    if not (u >= T(0.0) and u < T(1.0)):
+        if not (abs(u) < T(1.0e15)):
+            return 0
+        u = u - T(math.floor(u))
+    k = int(u * T(n))
+    if k < 0:
+        return 0
+    if k >= n:
+        return n - 1
+    return k
+
+
 def cell_hash(cx, cy, cz, r, mask):
     """Bucket of cell ``(cx, cy, cz)`` of replica ``r`` (0 for a single system) in a hash
     table of ``mask + 1`` (a power of two) buckets. Each coordinate keeps its low 21 bits,

@@ -33,6 +33,9 @@ precision. Units are consistent units of length, time and mass.
     ``wwork`` (N,) with moving walls, else (0,): the work the moving walls did on each
     particle so far (the power ``f·u_c - M_wall·ω`` of each wall contact, times ``h``,
     at each force evaluation of a step) [M L²/T²].
+    ``image`` (N, 3) int32 in a periodic box, else (0, 3): the periods each particle
+    crossed along each axis since the start (its unwrapped position is ``x + image L``);
+    the advance pass keeps ``x`` in the box and counts here.
 
 ``Particles``: fixed per-particle parameters
     ``mass`` (N,) [M]; ``inertia`` (N,) scalar moment of inertia [mass·length²];
@@ -53,6 +56,8 @@ precision. Units are consistent units of length, time and mass.
     [M/T²] and ``k_b`` [M L²/T²], ``kt`` (B,) the torsion stiffness [M L²/T²], ``arm``
     (B, 2) the arms of ends ``a`` and ``b`` [L], ``crit`` (B, 4) the failure index's
     coefficients; all four are empty (length 0) when the model has no parallel bond.
+    ``period``: the periodic box, as in ``Contacts`` (a bond across the boundary is
+    measured by the minimum image).
 
 ``Contacts``: contact candidates and the contact law's fixed data
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``);
@@ -69,7 +74,10 @@ precision. Units are consistent units of length, time and mass.
     8) and ``got`` (N, capacity) uint8, the slots of the per-pair passes, or (0, 1, 8) and
     (0, 1) where each end evaluates its pairs itself; ``acc`` (N, 12) the CPU's direct
     pass's running sums of each particle's contact force and moment (with their
-    compensations), or (0, 12).
+    compensations), or (0, 12). ``period`` (3, 3) in a periodic box, else (0, 3): per
+    axis ``(lo, L, 1/L)``, the box ``[lo, lo + L)`` along a periodic axis, ``L = 0``
+    along one that is not; every separation of two particles is then the minimum image
+    (:func:`kernels.laws.min_image`) and the grids wrap around the periodic axes.
 
 ``Grid``: the hash grid the neighbour list is built from
     ``inv_cell`` = 1/cell size (the cell is at least the largest contact cutoff);
@@ -116,17 +124,18 @@ precision. Units are consistent units of length, time and mass.
 from collections import namedtuple
 
 Dynamics = namedtuple(
-    "Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref wpeak wwork"
+    "Dynamics", "x v q omega F RM broken released vp wp hist live whist dissip nbr count x_ref wpeak wwork image"
 )
 Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms "
-    "form kt arm crit",
+    "form kt arm crit period",
 )
 Contacts = namedtuple(
     "Contacts",
-    "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old live_old res got acc",
+    "mode nbr count x_ref skin skin_half2 vel mat pair nmat hist live nbr_old count_old hist_old live_old res got acc "
+    "period",
 )
 #: The neighbour search's grids: the hash grid (``inv_cell mask bucket_count members``, the
 #: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells

@@ -31,11 +31,27 @@ def build(jit, law):
     rrp_increment = jit(laws.rrp_increment)
     pendulum_moment = jit(laws.pendulum_moment)
     is_finite = jit(laws.is_finite)
+    min_image = jit(laws.min_image)
+    wrap_coordinate = jit(laws.wrap_coordinate)
 
     SCHEME_CAMPELLO = laws.SCHEME_CAMPELLO
     CONTACTS_LIST = laws.CONTACTS_LIST
     VELOCITY_HALF = laws.VELOCITY_HALF
     VELOCITIES = law.VELOCITIES
+
+    @jit
+    def moved(T, i, x, contacts):
+        """``x_i - x_ref_i``, the move since the last neighbour build (by the minimum
+        image in a periodic box, where ``x_i`` may have been wrapped since)."""
+        e1 = x[i, 0] - contacts.x_ref[i, 0]
+        e2 = x[i, 1] - contacts.x_ref[i, 1]
+        e3 = x[i, 2] - contacts.x_ref[i, 2]
+        period = contacts.period
+        if period.shape[0] > 0:
+            e1 = min_image(T, e1, period[0, 1], period[0, 2])
+            e2 = min_image(T, e2, period[1, 1], period[1, 2])
+            e3 = min_image(T, e3, period[2, 1], period[2, 2])
+        return e1, e2, e3
 
     @jit
     def advance_body(i, scheme, h, dyn, par, contacts, status):
@@ -46,6 +62,11 @@ def build(jit, law):
         increment, ``α_{k+1} = α_k ⊕ Δα``). The second half kick follows the forces.
         (27): full kick (c, d) with forces at ``k``, then (a) ``x + h v_{k+1}`` and (b)
         ``Δα = h Ω_{k+1}``.
+
+        In a periodic box (``contacts.period``) a particle that left the box along a
+        periodic axis is put back into it (:func:`kernels.laws.wrap_coordinate`) and its
+        image counter (``dyn.image``) changed by the periods crossed, so ``x + image L``
+        is its unwrapped position.
 
         Sets status bits: the rotation domain ``ρ ≥ 1`` (or a NaN ``ρ``: not finite) and,
         with a neighbour list, a move of more than skin/2 since its last build.
@@ -110,10 +131,15 @@ def build(jit, law):
         q[i, 1] = n1 * inv
         q[i, 2] = n2 * inv
         q[i, 3] = n3 * inv
+        period = contacts.period
+        if period.shape[0] > 0 and dyn.image.shape[0] > 0:  # a periodic box: back into it
+            for c in range(3):
+                w, k = wrap_coordinate(T, x[i, c], period[c, 0], period[c, 1], period[c, 2])
+                if k != 0:
+                    x[i, c] = w
+                    dyn.image[i, c] += k
         if contacts.mode == CONTACTS_LIST:
-            e1 = x[i, 0] - contacts.x_ref[i, 0]
-            e2 = x[i, 1] - contacts.x_ref[i, 1]
-            e3 = x[i, 2] - contacts.x_ref[i, 2]
+            e1, e2, e3 = moved(T, i, x, contacts)
             if not (e1 * e1 + e2 * e2 + e3 * e3 <= contacts.skin_half2):
                 bits |= BIT_SKIN
         if bits != 0:
@@ -154,7 +180,8 @@ def build(jit, law):
         for ``i < N``, bonds for ``i < B``); with the dissipative contact law also the
         neighbour row with its springs (its listed slots), the wall springs and the
         dissipated energies (one-row placeholders otherwise); with walls the running
-        maximum of the wall contact force (``wpeak``), with moving walls their work."""
+        maximum of the wall contact force (``wpeak``), with moving walls their work, in a
+        periodic box the image counters."""
         n = src.x.shape[0]
         if i < n:
             for c in range(3):
@@ -189,6 +216,9 @@ def build(jit, law):
             dst.wpeak[i] = src.wpeak[i]
         if i < src.wwork.shape[0]:
             dst.wwork[i] = src.wwork[i]
+        if i < src.image.shape[0]:
+            for c in range(3):
+                dst.image[i, c] = src.image[i, c]
 
     @jit
     def report_values(i, dyn, par, contacts, status):
@@ -198,9 +228,8 @@ def build(jit, law):
         T = dyn.x.dtype.type
         d2 = T(0.0)
         if contacts.mode == CONTACTS_LIST:
-            for c in range(3):
-                e = dyn.x[i, c] - contacts.x_ref[i, c]
-                d2 += e * e
+            e1, e2, e3 = moved(T, i, dyn.x, contacts)
+            d2 = e1 * e1 + e2 * e2 + e3 * e3
         v2 = T(0.0)
         a2 = T(0.0)
         for c in range(3):

@@ -54,7 +54,7 @@ def kernel_arguments(dtype):
         "diagnostics": (k["_diagnostics_kernel"], (dyn, *fam, np.zeros((m.n, len(DIAGNOSTICS)), dtype))),
         "bond_measures": (k["_bond_measures_kernel"], (dyn, a["bonds"], np.zeros((m.n_bonds, 5), dtype))),
         "grid_clear": (k["_grid_clear_kernel"], (a["grid"],)),
-        "grid_bin": (k["_grid_bin_kernel"], (s.x, a["grid"])),
+        "grid_bin": (k["_grid_bin_kernel"], (s.x, a["grid"], a["contacts"].period)),
         "grid_build": (k["_grid_build_kernel"], (s.x, m.radius, a["contacts"], a["grid"], report)),
         "keep": (k["_keep_kernel"], (a["contacts"],)),
         "velocities": (k["_velocities_kernel"], (dyn,)),
@@ -76,7 +76,8 @@ def component_arguments(m, s):
     return {
         "components_start": (C.start, (parent,)),
         "components_hook_bonds": (C.hook_bonds, (m.bonds.a, m.bonds.b, s.broken, parent, changed)),
-        "components_hook_contacts": (C.hook_contacts, (s.x, m.radius, nl.nbr, nl.count, parent, changed)),
+        "components_hook_contacts": (C.hook_contacts, (s.x, m.radius, nl.nbr, nl.count, np.zeros((0, 3), s.x.dtype),
+                                                       parent, changed)),
         "components_jump": (C.jump, (parent,)),
     }
 

@@ -50,6 +50,7 @@ FULL = {
     "meshes": [{"shape": {"kind": "rectangle", "center": [0.0, 0.0, -9.0], "u": [1.0, 0.0, 0.0], "v": [0.0, 1.0, 0.0]}},
                {"shape": {"kind": "box", "lo": [100.0, 100.0, 100.0], "hi": [101.0, 101.0, 101.0]}},
                {"shape": {"kind": "cylinder", "radius": 1.0, "length": 1.0, "center": [200.0, 0.0, 0.0]}}],
+    "periodic": {"x": [-50.0, 50.0], "y": [-50.0, 50.0], "z": [-50.0, 50.0]},
     "fields": {"gravity": [0.0, 0.0, -1.0], "pendulum": [{"group": "g"}]},
 }
 
@@ -72,6 +73,7 @@ TABLES = [
     ("meshes[0].shape", ("meshes", 0, "shape"), sc.RectangleShape),
     ("meshes[1].shape", ("meshes", 1, "shape"), sc.BoxShape),
     ("meshes[2].shape", ("meshes", 2, "shape"), sc.CylinderShape),
+    ("periodic", ("periodic",), sc.PeriodicTable),
     ("fields", ("fields",), sc.FieldsTable),
     ("fields.pendulum[0]", ("fields", "pendulum", 0), sc.Pendulum),
 ]

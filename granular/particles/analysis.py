@@ -21,6 +21,9 @@ import numpy as np
 from kernels.contact_laws import EVALUATE
 from kernels.walls import FRAME_MOVING
 
+from .neighbors import min_image
+from .placement import near_pairs
+
 __all__ = ["ContactList", "contact_list", "forces_by_family"]
 
 
@@ -167,16 +170,13 @@ def mesh_loads(model, state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _touching_pairs(model, x, r, reach=0.0, broken=None):
     """Particle pairs ``i < j`` closer than ``r_i + r_j + reach``, less the ones joined by
     an intact bond (``broken``: the bonds' flags; none broken if not given) that the
-    contacts leave out."""
-    from scipy.spatial import cKDTree  # SciPy loads when contacts are listed, not on import
-
+    contacts leave out; in a periodic box by the minimum image."""
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    pairs = cKDTree(x).query_pairs(2 * r.max() + reach, output_type="ndarray").astype(np.int64)
+    pairs, d = near_pairs(x, 2 * r.max() + reach, model.period)
     if not len(pairs):
         return pairs.reshape(0, 2)
-    pairs.sort(axis=1)
-    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    d = np.linalg.norm(d, axis=1)
     pairs = pairs[d < r[pairs[:, 0]] + r[pairs[:, 1]] + reach]
     contacts = model.force("contacts")
     replica = model.replica
@@ -268,7 +268,7 @@ def _particle_rows(model, state, x, r) -> list:
     rows = []
     broken = model.backend.to_host(state.broken) if model.n_bonds else None
     for i, j in _touching_pairs(model, x, r, reach=model.force("contacts").skin, broken=broken):
-        d = x[i] - x[j]
+        d = min_image(x[i] - x[j], model.period)
         dist2 = float(d @ d)
         reach = r[i] + r[j]
         held = (int(i), int(j)) in h.stored
@@ -277,7 +277,8 @@ def _particle_rows(model, state, x, r) -> list:
         dist = float(np.sqrt(dist2))
         delta = reach - dist
         n = d / dist
-        point = x[j] + (r[j] - 0.5 * delta) * n
+        xj = x[i] - d if model.period.shape[0] else x[j]  # j's image next to i in a periodic box
+        point = xj + (r[j] - 0.5 * delta) * n
         hist = h.stored.get((int(i), int(j)), (0.0,) * H) if H else 0
         p = h.L.params(h.table, _row(h, h.mat[i], h.mat[j]))
         out = h.L.pair(T, d[0], d[1], d[2], dist2, reach, h.L.body(T, i, h.dyn, h.par), h.L.body(T, j, h.dyn, h.par),

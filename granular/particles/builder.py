@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from .forces import Bonds, PendulumPotential, UniformGravity
 from .forces.materials import sphere_mass
 from .inputs import _check_duplicate_bonds, _nonnegative, _orientations, _scalars, _vectors
 from .model import Model
+from .neighbors import min_image
 
 def _limits(nb, **limits) -> list:
     """Per-bond limits (breakage thresholds, strengths), each > 0 or ``inf`` (never)."""
@@ -94,6 +96,7 @@ class ModelBuilder(ContactSettings):
         self._replica_kpp = None  # each replica's Hertz stiffness, where they differ
         self._replica_materials = None  # each replica's materials (same names), where they differ
         self._in_atomic = False  # inside _atomic(): an outer call undoes everything on failure
+        self._period = None  # a periodic box: (3, 2) (lo, hi) per axis, NaN where not periodic
 
     @contextlib.contextmanager
     def _atomic(self):
@@ -380,6 +383,82 @@ class ModelBuilder(ContactSettings):
         """
         self._open("set_gravity")
         self._gravity = _vectors("gravity", g, 1)[0]
+
+    def set_periodic(self, x=None, y=None, z=None) -> None:
+        """Make the box periodic along some axes: a particle that leaves it through one
+        face comes back through the opposite one with the same velocity.
+
+        Every separation of two particles (contacts, bonds, the neighbour search) is then
+        the minimum image: a pair or bond across the boundary has the forces of the same
+        pair in the middle of the box. Positions are kept in the box and the periods
+        each particle crossed are counted in ``State.image``
+        (:meth:`State.unwrapped <granular.particles.state.State.unwrapped>` gives the
+        unwrapped positions; the diagnostics use them: gravity's energy, angular
+        momentum). A second call replaces the first. See ``docs/geometry.md``.
+
+        Parameters
+        ----------
+        x, y, z : (lo, hi) or None
+            The box ``[lo, hi)`` along each periodic axis [L]; ``None``: not periodic
+            along that axis (walls or meshes may bound it, or nothing).
+
+        Raises
+        ------
+        ValueError
+            No axis given; a bound that is not finite, or ``hi <= lo``. At
+            :meth:`finalize`: a particle outside the box along a periodic axis; a box
+            shorter than twice the contact cutoff ``2 r_max + skin`` along a periodic
+            axis; replicas.
+        """
+        self._open("set_periodic")
+        box = np.full((3, 2), np.nan)
+        for c, (name, span) in enumerate((("x", x), ("y", y), ("z", z))):
+            if span is None:
+                continue
+            try:
+                lo, hi = (float(v) for v in span)
+            except (TypeError, ValueError):
+                raise ValueError(f"set_periodic: {name} must be (lo, hi), two numbers, or None; got {span!r}") from None
+            if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+                raise ValueError(f"set_periodic: {name} = ({lo!r}, {hi!r}) must be finite with hi > lo")
+            box[c] = lo, hi
+        if np.isnan(box).all():
+            raise ValueError("set_periodic: give at least one periodic axis (x, y or z as (lo, hi))")
+        self._period = box
+
+    def _period_rows(self):
+        """The periodic box as the kernels take it (3, 3) rows ``(lo, L, 1/L)``, ``L = 0``
+        along an axis that is not periodic; ``None`` without a periodic axis."""
+        if self._period is None:
+            return None
+        rows = np.zeros((3, 3))
+        for c in range(3):
+            lo, hi = self._period[c]
+            if not np.isnan(lo):
+                rows[c] = lo, hi - lo, 1.0 / (hi - lo)
+        return rows
+
+    def _check_periodic(self, x, radius, skin) -> None:
+        """Particles inside the periodic box; the box at least two contact cutoffs long."""
+        if self._period is None:
+            return
+        if self._replica_counts is not None:
+            raise ValueError("set_periodic: a model of replicas cannot be periodic (give each run its own model)")
+        cutoff = 2.0 * float(np.max(radius)) + float(skin)
+        for c, name in enumerate("xyz"):
+            lo, hi = self._period[c]
+            if np.isnan(lo):
+                continue
+            out = (x[:, c] < lo) | (x[:, c] >= hi)
+            if out.any():
+                k = int(np.argmax(out))
+                raise ValueError(f"set_periodic: particle {k} is at {name} = {x[k, c]:.9g}, outside the periodic box "
+                                 f"[{lo:.9g}, {hi:.9g}) along {name} ({int(out.sum())} particle(s) in all); move it "
+                                 "into the box (a position equal to hi is the image of lo)")  # fmt: skip
+            if hi - lo <= 2.0 * cutoff:
+                raise ValueError(f"set_periodic: the box is {hi - lo:.6g} long along {name}; it must be longer than "
+                                 f"twice the contact cutoff 2 r_max + skin = {cutoff:.6g} (else a particle could touch "
+                                 "two images of another)")  # fmt: skip
 
     def add_pendulum(self, particles, rho0=(0.0, 0.0, 1.0), g=1.0, vertical=(0.0, 0.0, 1.0)) -> None:
         """Make particles 3D pendula about fixed pivots, eq. (39): ``U = -m g e·Rρ0``.
@@ -673,6 +752,8 @@ class ModelBuilder(ContactSettings):
             rho0 = cat([p[1] for p in self._pendula])
             forces.append(PendulumPotential(be, self._n, idx, rho0, mg, vertical, dtype=dtype))
         x0, q0 = cat(self._x), cat(self._q)
+        period = self._period_rows()
+        self._check_periodic(x0, cat(self._radius), 0.0)
         bonds = None
         if len(self._bond_keys) > 1:
             _check_duplicate_bonds(cat(self._bond_keys), 0)
@@ -682,21 +763,24 @@ class ModelBuilder(ContactSettings):
             # Orient every bond by its reference geometry (end a has the lexicographically
             # smaller initial position), not by particle index, so that every bond quantity,
             # the bending rotation included, is computed the same way whatever the numbering.
-            diff = x0[b] - x0[a]
+            diff = min_image(x0[b] - x0[a], period)
             first = np.argmax(diff != 0, axis=1)
             flip = diff[np.arange(len(a)), first] < 0
             a, b = np.where(flip, b, a), np.where(flip, a, b)
-            rest = np.linalg.norm(x0[a] - x0[b], axis=1)
+            rest = np.linalg.norm(min_image(x0[a] - x0[b], period), axis=1)
             if (rest == 0).any():
                 k = int(np.argmax(rest == 0))
                 raise ValueError(
                     f"bonds: bond {k} (particles {a[k]}, {b[k]}) has zero rest length: the particles start at the same position"
                 )
             bonds = Bonds(be, self._n, a, b, x0, q0, *cols[2:7], dtype=dtype, form=cols[7], kt=cols[8], crit=cols[9],
-                          radius=cat(self._radius))  # fmt: skip
+                          radius=cat(self._radius), period=period)  # fmt: skip
             forces.append(bonds)
-        law, kernels, families = self._contact_families(be, dtype, bonds, replica, first_wall)
+        law, kernels, families = self._contact_families(be, dtype, bonds, replica, first_wall, period)
         forces += families
+        for f in families:  # the box against the neighbour search's cutoff (its skin is known now)
+            if getattr(f, "kind", None) == "contacts":
+                self._check_periodic(x0, cat(self._radius), f.skin)
         self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or self._materials_used())
         model = Model(
             law=law,
@@ -710,6 +794,8 @@ class ModelBuilder(ContactSettings):
             initial=(x0, cat(self._v), q0, cat(self._omega)),
             bonds=bonds,
         )
+        if period is not None:
+            model.period = period
         if replica is not None:
             model.replica = replica
             model.replica_count = len(self._replica_counts)

@@ -342,7 +342,7 @@ class ContactSettings:
         """Whether any particle names a material."""
         return bool(self._mat) and bool((np.concatenate(self._mat) >= 0).any())
 
-    def _contact_families(self, be, dtype, bonds, replica, first_wall):
+    def _contact_families(self, be, dtype, bonds, replica, first_wall, period=None):
         """The contact law, its kernels and the contact and wall families, checked."""
         cat = np.concatenate
         forces = []
@@ -377,7 +377,7 @@ class ContactSettings:
             if self._replica_kpp is not None:
                 kpp = float(np.max(self._replica_kpp))
             forces.append(ParticleContacts(be, self._n, law, kpp, bonds, self._bonded_contacts, search, skin,
-                                           radius_dev, replica=replica, kernels=kernels))  # fmt: skip
+                                           radius_dev, replica=replica, kernels=kernels, period=period))  # fmt: skip
         if self._walls or self._meshes:
             planes = [np.concatenate([n, [c]]) for n, c, _, _ in self._walls]
             rmax = float(np.concatenate(self._radius).max())
@@ -412,8 +412,8 @@ class ContactSettings:
         ``first_wall`` on as in its own builder)."""
         problem = None
         if contacts:
-            problem = overlap_problem(x, radius, self._allow_overlap,
-                                      "set_contacts(..., allow_initial_overlap=True)")  # fmt: skip
+            problem = overlap_problem(x, radius, self._allow_overlap, "set_contacts(..., allow_initial_overlap=True)",
+                                      period=self._period_rows() if self._replica_counts is None else None)  # fmt: skip
         for wid in walls:
             n, c, _, _ = self._walls[wid]
             local = wid - first_wall

@@ -35,6 +35,7 @@ import numpy as np
 from kernels import components
 
 from ..io._atomic import atomic_write_bytes
+from .neighbors import min_image
 
 __all__ = ["Fragments", "fragment_labels", "fragments", "numbers", "per_replica", "summary", "write_csv"]
 
@@ -79,10 +80,12 @@ def fragment_labels(model, state, contacts: bool = False):
         if nl is None:
             raise ValueError("contacts: this model has no particle contacts (no neighbour list) to join fragments by")
         nbr, count = nl.nbr, nl.count
+    period = model.period if model.period.shape[0] else None  # touching by the minimum image
     if be.name == "cpu":
-        return components.label_cpu(a, b, broken, state.x, model.radius, nbr, count)
+        return components.label_cpu(a, b, broken, state.x, model.radius, nbr, count, period=period)
     be.synchronize()  # the step's stream has finished with the state
-    return components.label_cuda(xp, be.kernels.to_device, a, b, broken, state.x, model.radius, nbr, count)
+    return components.label_cuda(xp, be.kernels.to_device, a, b, broken, state.x, model.radius, nbr, count,
+                                 period=period)  # fmt: skip
 
 
 @dataclass
@@ -91,8 +94,10 @@ class Fragments:
 
     ``fragment`` (N,) int64: the fragment of each particle; ``particles`` (F,) int64,
     ``mass`` (F,), ``center`` (F, 3), ``velocity`` (F, 3): count, mass [M], centre of mass
-    [L] and its velocity [L/T] of each fragment; ``bonds``, ``broken``: the model's bonds
-    and how many are broken."""
+    [L] and its velocity [L/T] of each fragment (in a periodic box the centre of the
+    fragment's particles each at its image nearest the fragment's first particle, put back
+    into the box: right for a fragment shorter than half the box); ``bonds``, ``broken``:
+    the model's bonds and how many are broken."""
 
     fragment: np.ndarray
     particles: np.ndarray
@@ -212,10 +217,20 @@ def fragments(model, state, contacts: bool = False) -> Fragments:
     x = np.asarray(be.to_host(state.x), dtype=np.float64)
     v = np.asarray(be.to_host(state.v), dtype=np.float64)
     f = mass.size
+    period = model.period
+    if period.shape[0] and len(x):
+        # a periodic box: each particle at its image nearest its fragment's first particle
+        # (a fragment through a face stays in one piece), the centre put back into the box
+        _, first = np.unique(frag, return_index=True)
+        ref = x[first][frag]
+        x = ref + min_image(x - ref, period)
     count = np.bincount(frag, minlength=f).astype(np.int64)
     center = np.stack([np.bincount(frag, weights=m * x[:, c], minlength=f) for c in range(3)], axis=1)
     momentum = np.stack([np.bincount(frag, weights=m * v[:, c], minlength=f) for c in range(3)], axis=1)
     center /= mass[:, None]
+    if period.shape[0]:
+        size = period[:, 1]
+        center = np.where(size > 0, period[:, 0] + np.mod(center - period[:, 0], np.where(size > 0, size, 1.0)), center)
     velocity = momentum / mass[:, None]
     broken = int(be.to_host(state.broken).sum()) if model.n_bonds else 0
     return Fragments(frag, count, mass, center, velocity, int(model.n_bonds), broken)

@@ -95,6 +95,9 @@ class Model:
         self.radius = xp.asarray(radius, dtype=dtype)
         self.forces = list(forces)
         self._initial = initial  # host arrays (x, v, q, omega)
+        #: A periodic box (``ModelBuilder.set_periodic``): (3, 3) host rows ``(lo, L, 1/L)``,
+        #: ``L = 0`` along an axis that is not periodic; (0, 3) without one.
+        self.period = np.zeros((0, 3))
         self.replica = None  # (N,) int32, each particle's replica, in a model of replicas (ModelBuilder.replicas)
         self.replica_count = 0
         self._static_args = None
@@ -122,7 +125,8 @@ class Model:
         state = State.allocate(self.backend.xp, self.n, self.dtype, x, v, q, omega, self.n_bonds,
                                walls=n_walls if history else 0, history=history,
                                dissipation=self.law is not None and self.law.dissipates,
-                               wall_peak=walls is not None, wall_work=walls is not None and walls.moving)  # fmt: skip
+                               wall_peak=walls is not None, wall_work=walls is not None and walls.moving,
+                               periodic=self.period.shape[0] > 0)  # fmt: skip
         contacts = self.force("contacts")
         state.neighbors = contacts.new_list() if contacts is not None else None
         return state
@@ -157,7 +161,7 @@ class Model:
         be, dt = self.backend, self.dtype
         if self._static_args is None:
             dev = be.kernels.to_device
-            bonds = self.bonds.kernel_args() if self.bonds is not None else empty_bond_args(be, self.n, dt)
+            bonds = self.bonds.kernel_args() if self.bonds is not None else empty_bond_args(be, self.n, dt, self.period)
             walls = self.force("walls")
             self._static_args = {
                 "par": Particles(dev(self.mass), dev(self.inertia), dev(self.radius)),
@@ -169,7 +173,7 @@ class Model:
         if contacts is not None:
             pair = contacts.kernel_args(cfg)
         else:
-            pair = no_contact_args(be, dt, self.law.args() if self.law is not None else None)
+            pair = no_contact_args(be, dt, self.law.args() if self.law is not None else None, self.period)
         return dict(self._static_args, contacts=pair[0], grid=pair[1])
 
     def neighbors_of(self, cfg):
@@ -206,8 +210,19 @@ class Model:
             dev(cfg.x), dev(v), dev(cfg.q), dev(omega), dev(cfg.F), dev(cfg.RM), dev(cfg.broken),
             dev(self._zeros[1] if released is None else released), dev(vp), dev(wp), dev(law["hist"]),
             dev(law["live"]), dev(law["whist"]), dev(law["dissip"]), dev(law["nbr"]), dev(law["count"]), dev(law["x_ref"]),
-            dev(self.wall_peak_of(cfg)), dev(self.wall_work_of(cfg)),
+            dev(self.wall_peak_of(cfg)), dev(self.wall_work_of(cfg)), dev(self.image_of(cfg)),
         )  # fmt: skip
+
+    def image_of(self, cfg):
+        """Internal plumbing of the step loop: ``cfg``'s image counters (``State.image``,
+        (N, 3) int32) in a periodic box where it has them, else an empty placeholder (the
+        advance pass then keeps no count)."""
+        image = getattr(cfg, "image", None)
+        if image is None or image.ndim != 2 or image.shape[0] != self.n or image.shape[0] == 0:
+            if getattr(self, "_image_none", None) is None:
+                self._image_none = self.backend.xp.zeros((0, 3), np.int32)
+            return self._image_none
+        return image
 
     def wall_work_of(self, cfg):
         """Internal plumbing of the step loop: ``cfg``'s work of the moving walls

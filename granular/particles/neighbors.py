@@ -34,6 +34,8 @@ from kernels import contact_laws
 from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_LIST
 from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
+from ..rotations import array_module
+
 #: Initial particles per bucket; the buckets number the next power of two >= N.
 BUCKET_DEPTH = 8
 
@@ -48,6 +50,28 @@ def _aligned_zeros(xp, shape, dtype, align=64):
     raw = np.zeros(nbytes + align, dtype=np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def period_rows(xp, period, dtype):
+    """A periodic box as the kernels take it (``Contacts.period``): ``period`` (3, 3) rows
+    ``(lo, L, 1/L)`` (``L = 0``: not periodic) as an ``xp`` array of ``dtype``, or (0, 3)
+    for ``None`` (no periodic axis)."""
+    if period is None or len(period) == 0:
+        return xp.zeros((0, 3), dtype=dtype)
+    return xp.asarray(np.asarray(period, dtype=np.float64).reshape(3, 3), dtype=dtype)
+
+
+def min_image(d, period):
+    """Separations ``d`` (..., 3) by the minimum image of the periodic box ``period``
+    (host rows ``(lo, L, 1/L)``, :func:`period_rows`; empty: unchanged), halves rounded
+    away from zero as the kernels do (:func:`kernels.laws.min_image`)."""
+    if period is None or len(period) == 0:
+        return d
+    xp = array_module(d)
+    p = xp.asarray(period)
+    a = d * p[:, 2]
+    k = xp.where(xp.abs(a) > 0.5, xp.copysign(xp.floor(xp.abs(a) + 0.5), a), 0.0)
+    return d - k * p[:, 1]
 
 
 def _buckets_for(n: int) -> int:
@@ -71,7 +95,7 @@ class NeighborList:
     """
 
     def __init__(self, backend, radius, skin: float, capacity: int = 16, history: int = 0, replica=None, law=None,
-                 kernels=None):  # fmt: skip
+                 kernels=None, period=None):  # fmt: skip
         if not (skin >= 0 and math.isfinite(skin)):
             raise ValueError(f"skin: must be finite and >= 0, got {skin!r}")
         self.backend = backend
@@ -90,6 +114,9 @@ class NeighborList:
         self.replica_host = None if replica is None else np.asarray(replica, np.int32)
         self.replica = backend.xp.asarray(np.zeros(0, np.int32) if replica is None else self.replica_host)
         self.law = law if law is not None else placeholder_law(backend, self.dtype)
+        # a periodic box (Contacts.period): (3, 3) rows (lo, L, 1/L), or (0, 3)
+        self.period = period_rows(backend.xp, period, self.dtype)
+        self.period_host = backend.to_host(self.period).astype(np.float64)
         if kernels is None:  # a list of its own (no contact law): built by any law's kernels
             kernels = backend.kernels.for_law(contact_laws.hertz)
         self.kernels = kernels
@@ -177,7 +204,7 @@ class NeighborList:
                                 half * half, law["vel"], law["mat"], law["pair"], law["nmat"], dev(self.hist),
                                 dev(self.live), dev(self.nbr_old), dev(self.count_old), dev(self.hist_old),
                                 dev(self.live_old),
-                                dev(self.res), dev(self.got), dev(self.acc))  # fmt: skip
+                                dev(self.res), dev(self.got), dev(self.acc), dev(self.period))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica), dev(self.order), dev(self.start), dev(self.xs), dev(self.cells),
                         dev(self.box))  # fmt: skip
@@ -221,7 +248,7 @@ class NeighborList:
         """Largest displacement since the last build (inf if never built)."""
         if not self.valid:
             return math.inf
-        d = x - self.x_ref
+        d = min_image(x - self.x_ref, self.period_host)
         with np.errstate(over="ignore", invalid="ignore"):
             worst = float((d * d).sum(axis=1).max()) if self.n else 0.0
         return math.sqrt(worst) if worst == worst else math.inf

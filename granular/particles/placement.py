@@ -16,25 +16,53 @@ from __future__ import annotations
 
 import numpy as np
 
+from .neighbors import min_image
+
 #: Two particles closer than this fraction of their radii sum are at the same position.
 COINCIDENT = 1e-9
 
 __all__ = ["COINCIDENT", "overlap_problem", "wall_problem"]
 
 
-def overlap_problem(x, radius, allowed=False, switch="allow_initial_overlap = true"):
-    """Coincident pairs (always) and, unless ``allowed``, overlapping pairs among the
-    particles at ``x`` (N, 3) [L] with radii ``radius`` (N,) [L]."""
-    from scipy.spatial import cKDTree  # SciPy loads when a model is checked, not on import
+def near_pairs(x, cutoff, period=None):
+    """Pairs ``i < j`` (P, 2) int64 of the particles at ``x`` (N, 3) at most ``cutoff``
+    apart, sorted, and their separations ``x_i - x_j`` (P, 3): in a periodic box
+    (``period``, host rows ``(lo, L, 1/L)``, :attr:`Model.period
+    <granular.particles.model.Model.period>`) by the minimum image, across the faces too
+    (a k-d tree with a toroidal topology along the periodic axes)."""
+    from scipy.spatial import cKDTree  # SciPy loads when pairs are asked for, not on import
 
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) < 2:
+        return np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3))
+    if period is not None and len(period):
+        p = np.asarray(period, dtype=np.float64).reshape(3, 3)
+        size = p[:, 1]
+        inside = np.where(size > 0, np.mod(x - p[:, 0], np.where(size > 0, size, 1.0)), x)
+        inside = np.where((size > 0) & (inside >= size), 0.0, inside)  # mod's round-up to L
+        tree = cKDTree(inside, boxsize=size)
+    else:
+        p = None
+        tree = cKDTree(x)
+    pairs = tree.query_pairs(cutoff, output_type="ndarray").astype(np.int64).reshape(-1, 2)
+    pairs.sort(axis=1)
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    return pairs, min_image(x[pairs[:, 0]] - x[pairs[:, 1]], p)
+
+
+def overlap_problem(x, radius, allowed=False, switch="allow_initial_overlap = true", period=None):
+    """Coincident pairs (always) and, unless ``allowed``, overlapping pairs among the
+    particles at ``x`` (N, 3) [L] with radii ``radius`` (N,) [L]; in a periodic box
+    (``period``, host rows ``(lo, L, 1/L)``) by the minimum image, across the boundary
+    too."""
     x = np.asarray(x, dtype=np.float64)
     r = np.asarray(radius, dtype=np.float64)
     if len(x) < 2:
         return None
-    pairs = cKDTree(x).query_pairs(2 * r.max(), output_type="ndarray")
+    pairs, d = near_pairs(x, 2 * r.max(), period)
     if not len(pairs):
         return None
-    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    d = np.linalg.norm(d, axis=1)
     reach = r[pairs[:, 0]] + r[pairs[:, 1]]
     same = d <= COINCIDENT * reach
     if same.any():

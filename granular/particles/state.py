@@ -29,6 +29,9 @@ default), in consistent units of length, time and mass:
                             (0,))
 ``wall_work`` (N,)          the work the moving walls did on each particle so far
                             [M L²/T²] (a model with moving walls, else (0,))
+``image``     (N, 3) int32  in a periodic box, the periods each particle crossed
+                            along each axis (``x`` is kept in the box; ``x + image L``
+                            is the unwrapped position), else (0, 3)
 ``neighbors``               the neighbour list of contact candidates with the pair
                             contacts' history (:class:`~granular.particles.neighbors.
                             NeighborList`), or ``None`` without a list
@@ -106,6 +109,10 @@ class State:
         The work the moving walls did on each particle so far [M L²/T²] (a model with
         moving walls, else empty): ``total + dissipated - work`` is what the scheme
         conserves.
+    image : array, (N, 3) int32
+        In a periodic box (``ModelBuilder.set_periodic``): the periods each particle
+        crossed along each axis; ``x`` stays in the box and ``x + image * L`` is the
+        unwrapped position (:meth:`unwrapped`). Empty (0, 3) otherwise.
     neighbors : NeighborList or None
         The Verlet list of contact candidates and, parallel to its rows, the history of
         the pair contacts: part of the state (checkpoints and rewinds keep it).
@@ -133,6 +140,7 @@ class State:
     dissipated: object = None
     wall_contact_peak: object = None
     wall_work: object = None
+    image: object = None
     neighbors: object = field(default=None, repr=False, compare=False)
     time: float = 0.0
     step: int = 0
@@ -146,12 +154,13 @@ class State:
 
     @classmethod
     def allocate(cls, xp, n: int, dtype, x, v, q, omega, n_bonds: int = 0, walls: int = 0, history: int = 0,
-                 dissipation: bool = False, wall_peak: bool = False, wall_work: bool = False) -> "State":  # fmt: skip
+                 dissipation: bool = False, wall_peak: bool = False, wall_work: bool = False,
+                 periodic: bool = False) -> "State":  # fmt: skip
         """A state with copies of the given initial arrays, zero forces, intact bonds;
         with ``history`` floats per contact the wall history of ``walls`` walls per
         particle, with ``dissipation`` the dissipated energies (zero), with ``wall_peak``
         the running maximum of the wall contact force (zero), with ``wall_work`` the
-        moving walls' work (zero)."""
+        moving walls' work (zero), with ``periodic`` image counters (zero)."""
         return cls(
             x=xp.array(x, dtype=dtype),
             v=xp.array(v, dtype=dtype),
@@ -166,12 +175,21 @@ class State:
             dissipated=xp.zeros((n, 4) if dissipation else (0, 4), dtype=dtype),
             wall_contact_peak=xp.zeros(n if wall_peak else 0, dtype=dtype),
             wall_work=xp.zeros(n if wall_work else 0, dtype=dtype),
+            image=xp.zeros((n if periodic else 0, 3), dtype=xp.int32),
         )
 
     @property
     def n(self) -> int:
         """Number of particles ``N``."""
         return self.x.shape[0]
+
+    def unwrapped(self, period):
+        """Positions with the periods crossed added back, ``x + image L`` (N, 3), for a
+        model's ``period`` (:attr:`Model.period <granular.particles.model.Model.period>`,
+        (3, 3) rows ``(lo, L, 1/L)``; empty: ``x`` itself)."""
+        if period is None or period.shape[0] == 0 or self.image is None or self.image.shape[0] == 0:
+            return self.x
+        return self.x + self.image.astype(self.x.dtype) * period[:, 1]
 
     @property
     def alpha(self):
@@ -220,6 +238,8 @@ class State:
             new.wall_contact_peak = self.wall_contact_peak.copy()
         if self.wall_work is not None:
             new.wall_work = self.wall_work.copy()
+        if self.image is not None:
+            new.image = self.image.copy()
         new.neighbors = None if self.neighbors is None else self.neighbors.copy()
         new.F[...] = self.F
         new.RM[...] = self.RM

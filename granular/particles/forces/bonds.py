@@ -42,6 +42,7 @@ from kernels.layout import FAMILY_BONDS
 from kernels.layout import Bonds as BondArgs
 
 from ... import rotations
+from ..neighbors import min_image, period_rows
 
 MEASURES = ("U_a", "U_s", "U_m", "strain", "angle")
 
@@ -54,12 +55,14 @@ class Bonds:
     energy_keys = ("U_m", "U_a", "U_s")
 
     def __init__(self, backend, n_particles, a, b, x0, q0, ka, ks, km, strain_max, angle_max, dtype=np.float64,
-                 form=None, kt=None, crit=None, radius=None):  # fmt: skip
+                 form=None, kt=None, crit=None, radius=None, period=None):  # fmt: skip
         xp = backend.xp
         dtype = np.dtype(dtype)
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
-        d = x0[a] - x0[b]
+        # a periodic box (host rows (lo, L, 1/L)): a bond is measured by the minimum image
+        self.period = period_rows(xp, period, dtype)
+        d = min_image(x0[a] - x0[b], period)
         r0 = np.linalg.norm(d, axis=1)
         n = d / r0[:, None]
         qa, qb = q0[a], q0[b]
@@ -72,7 +75,7 @@ class Bonds:
         ends = np.concatenate([a, b])
         partner = np.concatenate([b, a])
         ids = np.concatenate([np.arange(len(a)), np.arange(len(a))])
-        to_partner = x0[partner] - x0[ends]
+        to_partner = min_image(x0[partner] - x0[ends], period)
         order = np.lexsort((np.concatenate([r0, r0]), to_partner[:, 2], to_partner[:, 1], to_partner[:, 0], ends))
         offsets = np.zeros(n_particles + 1, dtype=np.int64)
         np.cumsum(np.bincount(ends, minlength=n_particles), out=offsets[1:])
@@ -118,7 +121,7 @@ class Bonds:
             dev(self.offsets), dev(self.incident), dev(self.a), dev(self.b), dev(self.rest_length), dev(self.n0a),
             dev(self.n0b), dev(self.qref), dev(self.ka), dev(self.ks), dev(self.km), dev(self.strain_max),
             dev(self.angle_max), self.can_break, self.skip_contacts, dev(self._terms), dev(self.form), dev(self.kt),
-            dev(self.arm), dev(self.crit),
+            dev(self.arm), dev(self.crit), dev(self.period),
         )  # fmt: skip
 
     def accumulate(self, model, cfg) -> None:
@@ -137,8 +140,9 @@ class Bonds:
         return model.family_energies(self.energy_keys, cfg)
 
 
-def empty_bond_args(backend, n_particles, dtype) -> BondArgs:
-    """A ``Bonds`` bundle with no bonds (every particle's CSR range is empty)."""
+def empty_bond_args(backend, n_particles, dtype, period=None) -> BondArgs:
+    """A ``Bonds`` bundle with no bonds (every particle's CSR range is empty); ``period``
+    the model's periodic box (host rows, or ``None``)."""
     xp, dev = backend.xp, backend.kernels.to_device
     z = dev(xp.zeros(0, dtype=dtype))
     zi = dev(xp.zeros(0, dtype=np.int64))
@@ -146,4 +150,4 @@ def empty_bond_args(backend, n_particles, dtype) -> BondArgs:
     z4 = dev(xp.zeros((0, 4), dtype=dtype))
     return BondArgs(dev(xp.zeros(n_particles + 1, dtype=np.int64)), zi, zi, zi, z, z3, z3, z4, z, z, z, z, z, False,
                     False, dev(xp.zeros((0, 9), dtype=dtype)), dev(xp.zeros(0, dtype=np.int8)), z,
-                    dev(xp.zeros((0, 2), dtype=dtype)), z4)  # fmt: skip
+                    dev(xp.zeros((0, 2), dtype=dtype)), z4, dev(period_rows(xp, period, dtype)))  # fmt: skip

@@ -25,7 +25,7 @@ from kernels.layout import Walls as WallArgs
 from kernels.meshes import GEO_WIDTH, HISTORY_SLOTS, IDX_CELL, IDX_MAT, IDX_ROW, IDX_WIDTH, PICK_WIDTH, SLOTS
 from kernels.walls import FRAME_MOVING, FRAME_P, FRAME_R, FRAME_WIDTH, MOTION_MOVING, MOTION_P0, MOTION_WIDTH
 
-from ..neighbors import NeighborList, placeholder_law
+from ..neighbors import NeighborList, period_rows, placeholder_law
 from .laws import reach
 from .meshes import pack
 from .motion import layout
@@ -52,7 +52,7 @@ class ParticleContacts:
     SEARCHES = ("cells", "all-pairs")
 
     def __init__(self, backend, n_particles, law, kpp=0.0, bonds=None, bonded_contacts=True, search="cells",
-                 skin=None, radius=None, replica=None, kernels=None):  # fmt: skip
+                 skin=None, radius=None, replica=None, kernels=None, period=None):  # fmt: skip
         if search not in self.SEARCHES:
             raise ValueError(f"search: must be one of {self.SEARCHES}, got {search!r}")
         if replica is not None and search != "cells":
@@ -79,6 +79,7 @@ class ParticleContacts:
         # a contact that lasts beyond touching (JKR) must stay listed through a rebuild
         self.skin = max(self.skin, reach(law, rmax))
         self._dummy = _placeholder_arrays(backend, self.dtype)
+        self.period = period  # a periodic box's host rows (lo, L, 1/L), or None
         self._scratch = None
 
     @property
@@ -90,7 +91,7 @@ class ParticleContacts:
         if self.search != "cells":
             return None
         return NeighborList(self.backend, self.radius, self.skin, history=self.law.history, replica=self.replica,
-                            law=self.law.args(), kernels=self.kernels)  # fmt: skip
+                            law=self.law.args(), kernels=self.kernels, period=self.period)  # fmt: skip
 
     def list_of(self, cfg):
         """The neighbour list of ``cfg``: a state's own, or for any other configuration
@@ -110,7 +111,8 @@ class ParticleContacts:
         nl = self.list_of(cfg)
         if nl is not None:
             return nl.bundles(CONTACTS_LIST)
-        return _placeholder_args(self.backend, self._dummy, CONTACTS_ALL_PAIRS, self.dtype.type, self.law.args())
+        return _placeholder_args(self.backend, self._dummy, CONTACTS_ALL_PAIRS, self.dtype.type, self.law.args(),
+                                 self.period)  # fmt: skip
 
     def ensure_list(self, cfg) -> None:
         """Make ``cfg``'s neighbour list valid for its positions (a build if needed)."""
@@ -127,12 +129,12 @@ class ParticleContacts:
         return model.family_energies(self.energy_keys, cfg)
 
 
-def no_contact_args(backend, dtype, law=None):
+def no_contact_args(backend, dtype, law=None, period=None):
     """``Contacts`` and ``Grid`` bundles for a model without particle contact (``law``:
-    the model's contact law's fields, for its walls)."""
+    the model's contact law's fields, for its walls; ``period``: its periodic box)."""
     T = np.dtype(dtype).type
     law = law if law is not None else placeholder_law(backend, np.dtype(dtype))
-    return _placeholder_args(backend, _placeholder_arrays(backend, dtype), CONTACTS_NONE, T, law)
+    return _placeholder_args(backend, _placeholder_arrays(backend, dtype), CONTACTS_NONE, T, law, period)
 
 
 def _placeholder_arrays(backend, dtype):
@@ -142,7 +144,7 @@ def _placeholder_arrays(backend, dtype):
             xp.zeros(1, dtype=np.int32), xp.zeros((1, 1), dtype=np.int32))  # fmt: skip
 
 
-def _placeholder_args(backend, dummy, mode, T, law):
+def _placeholder_args(backend, dummy, mode, T, law, period=None):
     dev = backend.kernels.to_device
     nbr, count, x_ref, buckets, members = (dev(a) for a in dummy)
     xp = backend.xp
@@ -151,7 +153,7 @@ def _placeholder_args(backend, dummy, mode, T, law):
     res = dev(xp.zeros((0, 1, CONTACT_SLOT), dtype=T))
     acc = dev(xp.zeros((0, ACC_WIDTH), dtype=T))
     return (Contacts(mode, nbr, count, x_ref, T(0.0), T(0.0), law["vel"], law["mat"], law["pair"], law["nmat"], hist,
-                     live, nbr, count, hist, live, res, live, acc),
+                     live, nbr, count, hist, live, res, live, acc, dev(period_rows(xp, period, T))),
             Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32)),
                  dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros((0, 3), dtype=T)),
                  dev(xp.zeros(4, dtype=np.int64)), dev(xp.zeros(4, dtype=T))))  # fmt: skip

@@ -104,6 +104,7 @@ class ParticleEngine:
                                                   state.broken, state.released)]  # fmt: skip
         self._saved_peak = None  # a copy of the wall contact peak (Model.wall_peak_of), made for its shape
         self._saved_work = None  # a copy of the moving walls' work (Model.wall_work_of), made for its shape
+        self._saved_image = None  # a copy of the image counters (Model.image_of), made for its shape
         self._saved_law = None  # copies of the law's arrays (Model.law_arrays), made for their shapes
         stream = None
         if be.name == "gpu" and not be.simulated:
@@ -130,7 +131,7 @@ class ParticleEngine:
     def _arrays(self):
         s = self.state
         return (s.x, s.v, s.q, s.omega, s.F, s.RM, s.broken, s.released, s.status, s.wall_springs, s.dissipated,
-                s.wall_contact_peak, s.wall_work)  # fmt: skip
+                s.wall_contact_peak, s.wall_work, s.image)  # fmt: skip
 
     def _bundles(self) -> dict:
         dev = self.model.backend.kernels.to_device
@@ -147,8 +148,12 @@ class ParticleEngine:
         work = self.model.wall_work_of(self.state)
         if self._saved_work is None or self._saved_work.shape != work.shape:
             self._saved_work = work.copy()
+        image = self.model.image_of(self.state)
+        if self._saved_image is None or self._saved_image.shape != image.shape:
+            self._saved_image = image.copy()
         b["saved"] = Dynamics(*(dev(a) for a in self._saved), dev(law["none3"]), dev(law["none3"]),
-                              *(dev(sl[k]) for k in names), dev(self._saved_peak), dev(self._saved_work))  # fmt: skip
+                              *(dev(sl[k]) for k in names), dev(self._saved_peak), dev(self._saved_work),
+                              dev(self._saved_image))  # fmt: skip
         b["flags"] = Flags(dev(self.state.status), dev(self.report))
         return b
 
