@@ -14,7 +14,12 @@ block_replicas: positions by up to 3e-3 of a radius over their runs); the files 
 written again then, and the cases of paper 003's law kept their bits. So again when a
 pair's canonical order became that of its positions instead of its indices (the
 frictional box parted by 2e-6 of a radius after 300 steps from last-bit differences;
-paper 003's law, exactly antisymmetric in the pair, kept its bits).
+paper 003's law, exactly antisymmetric in the pair, kept its bits). And once more when
+the tangential spring came to be stored in the pair's order by index and turned to the
+canonical order as it is read (``docs/geometry.md``): the springs of the pairs whose two
+orders differ changed sign in the files (box_campello and box_half kept every other bit),
+and in the frictional box a contact whose canonical order flipped while it held its
+spring no longer loses the spring's sign (positions moved by up to 2e-4 of a radius).
 """
 
 from __future__ import annotations

@@ -350,3 +350,10 @@ def test_fragments_are_joined_across_the_faces_and_centred_unwrapped():
     assert min(f.center[pair][0], L - f.center[pair][0]) < 1e-12
     np.testing.assert_allclose(f.center[pair][1:], [0.5, 0.2])
     assert f.fragment[0] == f.fragment[1] != f.fragment[2]
+
+
+def test_the_stable_step_of_a_bond_across_the_faces_is_that_of_the_bond_inside():
+    steps = [gr.estimate_stable_step(bonded_pair(np.array(c), period=True)).h_max
+             for c in ([0.5, 0.5, 0.5], [0.999, 0.001, 0.5])]  # fmt: skip
+    assert math.isfinite(steps[0])
+    assert steps[1] == pytest.approx(steps[0], rel=1e-12)

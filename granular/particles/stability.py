@@ -75,6 +75,8 @@ import numpy as np
 from kernels.contact_laws.hertz_mindlin import PAIR_ALPHA, PAIR_ESTAR, PAIR_GSTAR
 
 from .integrators.schemes import scheme_name
+from .neighbors import min_image
+from .placement import near_pairs
 
 #: Relative Hertz overlap ``δ = 1 - s/ρ`` at which contact stiffness is taken (at least).
 CONTACT_OVERLAP = 0.05
@@ -215,17 +217,16 @@ def _fall_speed(model, x, gravity) -> float:
     return math.sqrt(2.0 * g * max(drop, 0.0))
 
 
-def _pairs_touching(x, radius, exclude, replica=None):
+def _pairs_touching(x, radius, exclude, replica=None, period=None):
     """``(i, j, n_ij)`` of the pairs within ``(r_i + r_j)(1 + TOUCH_TOLERANCE)`` at the start
-    (within one replica, in a model of replicas: ``replica`` (N,))."""
+    (within one replica, in a model of replicas: ``replica`` (N,); across the faces of a
+    periodic box ``period``)."""
     if len(x) < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    from scipy.spatial import cKDTree  # SciPy loads when a step is estimated, not on import
-
-    pairs = cKDTree(x).query_pairs(2.0 * float(radius.max()) * (1 + TOUCH_TOLERANCE), output_type="ndarray")
+    pairs, d = near_pairs(x, 2.0 * float(radius.max()) * (1 + TOUCH_TOLERANCE), period)
     if not len(pairs):
         return pairs.reshape(0, 2)
-    d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+    d = np.linalg.norm(d, axis=1)
     pairs = pairs[d <= (radius[pairs[:, 0]] + radius[pairs[:, 1]]) * (1 + TOUCH_TOLERANCE)]
     if exclude is not None and len(pairs):
         keys = np.minimum(pairs[:, 0], pairs[:, 1]) * len(x) + np.maximum(pairs[:, 0], pairs[:, 1])
@@ -352,11 +353,11 @@ def _law_limit(model, x, r, m, J, speed, assumed, scheme):
 
     T = np.zeros(n)
     R = np.zeros(n)
-    pairs = _pairs_touching(x, r, None, model.replica)
+    pairs = _pairs_touching(x, r, None, model.replica, model.period)
     touched = np.zeros(n, dtype=bool)
     if len(pairs):
         i, j = pairs[:, 0], pairs[:, 1]
-        d = np.linalg.norm(x[i] - x[j], axis=1)
+        d = np.linalg.norm(min_image(x[i] - x[j], model.period), axis=1)
         rstar = r[i] * r[j] / (r[i] + r[j])
         kn, kt, a, delta = stiff(mat[i] * nm + mat[j] % nm, rstar, m[i] * m[j] / (m[i] + m[j]), r[i] + r[j] - d)
         for p, q in ((i, j), (j, i)):
@@ -491,10 +492,10 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
     overlap_pp = 0.0
     if contacts is not None and contacts.kpp > 0:
         exclude = bond_keys if contacts.skip_bonded else None
-        pairs = _pairs_touching(x, r, exclude, model.replica)
+        pairs = _pairs_touching(x, r, exclude, model.replica, model.period)
         initial = 0.0
         if len(pairs):
-            d = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+            d = np.linalg.norm(min_image(x[pairs[:, 0]] - x[pairs[:, 1]], model.period), axis=1)
             initial = float((1.0 - d / (r[pairs[:, 0]] + r[pairs[:, 1]])).max())
         overlap_pp = max(CONTACT_OVERLAP, collision_overlap(contacts.kpp, 0.5 * m.max(), 2.0 * speed), initial)
         assumed["overlap_pp"] = float(overlap_pp)
@@ -529,7 +530,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         lo, hi = np.searchsorted(ends, [p0, p1])
         if hi > lo:
             i, j, k = ends[lo:hi], partners[lo:hi], bond_of[lo:hi]
-            d = x[i] - x[j]
+            d = min_image(x[i] - x[j], model.period)
             dist = np.linalg.norm(d, axis=1)
             u = d / dist[:, None]
             rows = i - p0
@@ -546,7 +547,7 @@ def estimate_stable_step(model, state=None, scheme="verlet") -> StepEstimate:
         if contacts is not None and contacts.kpp > 0:
             lo, hi = np.searchsorted(touching, [p0, p1])
             i, j = touching[lo:hi], touch_partner[lo:hi]
-            d = x[i] - x[j]
+            d = min_image(x[i] - x[j], model.period)
             u = d / np.linalg.norm(d, axis=1)[:, None]
             k = hertz_stiffness(contacts.kpp, r[i] + r[j], overlap_pp)
             blk.add_T("particle-particle contact", i - p0, _outer(u, 2.0 * k))

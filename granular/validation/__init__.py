@@ -16,6 +16,7 @@ STUDIES = {
     "contacts": "granular.validation.contacts",
     "pile": "granular.validation.pile",
     "agglomerate": "granular.validation.agglomerate",
+    "drum": "granular.validation.drum",
 }
 
 

@@ -1,0 +1,41 @@
+"""The drum study's measurement (``granular validate drum``): the free surface's angle
+of a bed whose surface is known, and the study's set-up (grains inside the drum, apart)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from granular.validation import drum
+
+
+@pytest.mark.parametrize("degrees", [0.0, 12.0, 31.0, 44.0])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_surface_angle_of_a_tilted_bed_is_its_tilt(degrees, sign):
+    """Grains on a square lattice below a plane tilted by ``degrees`` (rising either way):
+    the fitted surface is the plane, to the lattice's step."""
+    rng = np.random.default_rng(1)
+    d = 0.0045
+    k = np.arange(-12, 13) * d
+    gx, gz = np.meshgrid(k, k, indexing="ij")
+    x = np.column_stack([gx.ravel(), np.zeros(gx.size), gz.ravel()])
+    x[:, 0] += rng.uniform(-1e-4, 1e-4, len(x))
+    top = sign * math.tan(math.radians(degrees)) * x[:, 0]
+    x = x[x[:, 2] <= top]
+    r = np.full(len(x), d / 2)
+    angle = drum.surface_angle(x, r)
+    # the highest grain in a bin sits up to one lattice step below the plane: a slope error
+    # of about a step over the fitted width
+    assert angle == pytest.approx(degrees, abs=math.degrees(d / (0.55 * drum.R)) + 0.5)
+
+
+def test_too_few_grains_give_no_angle():
+    assert math.isnan(drum.surface_angle(np.zeros((2, 3)), np.full(2, 0.002)))
+
+
+def test_the_grains_start_inside_the_drum_and_apart():
+    x, r = drum.fill()
+    gap = np.linalg.norm(x[:, None] - x[None], axis=2) - (r[:, None] + r[None]) + np.eye(len(x))
+    assert gap.min() > 0
+    assert (np.hypot(x[:, 0], x[:, 2]) + r < drum.R * math.cos(math.pi / 64)).all()
+    assert (np.abs(x[:, 1]) + r < drum.DEPTH / 2).all()
