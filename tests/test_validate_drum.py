@@ -38,4 +38,17 @@ def test_the_grains_start_inside_the_drum_and_apart():
     gap = np.linalg.norm(x[:, None] - x[None], axis=2) - (r[:, None] + r[None]) + np.eye(len(x))
     assert gap.min() > 0
     assert (np.hypot(x[:, 0], x[:, 2]) + r < drum.R * math.cos(math.pi / 64)).all()
-    assert (np.abs(x[:, 1]) + r < drum.DEPTH / 2).all()
+    assert (np.abs(x[:, 1]) < drum.DEPTH / 2).all()  # inside the periodic slice
+
+
+@pytest.mark.parametrize("degrees", [0.0, 18.0, 33.0])
+def test_the_bed_angle_of_a_tilted_circular_segment_is_its_tilt(degrees):
+    """Grains filling the drum below a chord through its middle region, tilted by
+    ``degrees``: the centre of mass lies on the chord's perpendicular through the axis."""
+    k = np.linspace(-drum.R, drum.R, 801)
+    p = np.stack(np.meshgrid(k, k, indexing="ij"), axis=-1).reshape(-1, 2)
+    t = math.radians(degrees)
+    n = np.array([-math.sin(t), math.cos(t)])  # the chord's upward normal
+    keep = (np.hypot(p[:, 0], p[:, 1]) < drum.R) & (p @ n < -0.3 * drum.R)
+    x = np.column_stack([p[keep, 0], np.zeros(keep.sum()), p[keep, 1]])
+    assert drum.bed_angle(x, np.ones(len(x))) == pytest.approx(degrees, abs=0.05)
