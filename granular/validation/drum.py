@@ -11,10 +11,12 @@ holds 698 frictional grains, a bed filling about 30 % of it (radii uniform in
 ``[1.5, 2]`` mm, ``E = 1e7``, ``ν = 0.3``, ``ρ = 2500``, restitution 0.5, sliding
 friction 0.5, rolling 0.05; the wall rough: friction 1, rolling 0.2), which fall in
 from rest and land within 0.4 s; the drum then turns through at least 2 rad more (0.8 s
-at least) and the bed is measured at 20 samples in the second half of that turn. The angle of the bed: the bed of a drum with a flat free
-surface is a circular segment whose centre of mass lies on the line through the drum's
-axis perpendicular to the surface, so the surface's slope is the angle between that line
-(axis to the grains' centre of mass) and the vertical (:func:`bed_angle`; every grain
+at least) and the bed is measured at 20 samples in the second half of that turn.
+
+The angle of the bed: the bed of a drum with a flat free surface is a circular segment
+whose centre of mass lies on the line through the drum's axis perpendicular to the
+surface, so the surface's slope is the angle between that line (axis to the grains'
+centre of mass) and the vertical (:func:`bed_angle`; every grain
 counts, so a grain thrown above the surface does not move it). Besides, the straight
 line fitted through the highest grain top in bins of one grain diameter across the
 middle of the drum (:func:`surface_angle`, noisier). The angle is the mean over the
@@ -46,9 +48,9 @@ Taberlet, P. Richard, A. Valance, W. Losert, J. M. Pasini, J. T. Jenkins, R. Del
 "Superstable granular heap in a thin channel", Phys. Rev. Lett. 91, 264301 (2003).
 
 The angles are the study's own (a small drum of soft grains), not those of the beads of
-the experiments: what is checked is how the angle
-moves with ``Fr`` and that ``g`` enters only through ``Fr``. ``--quick`` runs two Froude
-numbers at ``g`` and one at ``4 g`` with a shorter turn.
+the experiments: what is compared is how the angle moves with ``Fr`` and that ``g``
+enters only through ``Fr``. ``--quick`` runs two Froude numbers at ``g`` and one at
+``4 g`` with a shorter turn.
 """
 
 from __future__ import annotations
