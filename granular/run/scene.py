@@ -747,6 +747,13 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
     if errors:
         raise SceneError(errors, source)
 
+    period = None  # the box first: bonds by neighbourhood are found across its faces
+    if scene.periodic is not None:
+        try:
+            b.set_periodic(scene.periodic.x, scene.periodic.y, scene.periodic.z)
+            period = b._period_rows()
+        except ValueError as exc:
+            errors.append(("periodic", str(exc)))
     x_all = np.concatenate(b._x) if b._x else np.zeros((0, 3))
     r_all = np.concatenate(b._radius) if b._radius else np.zeros(0)
     for k, bs in enumerate(scene.bonds):
@@ -757,10 +764,10 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
         else:
             members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
             if isinstance(bs, TouchingBonds):
-                pairs = touching_pairs(x_all, r_all, members, bs.factor, _period_of(scene))
+                pairs = touching_pairs(x_all, r_all, members, bs.factor, period)
                 what = f"no two particles are within {bs.factor} times the sum of their radii"
             else:
-                found = near_pairs(x_all[members], bs.cutoff, _period_of(scene))[0]
+                found = near_pairs(x_all[members], bs.cutoff, period)[0]
                 pairs = members[found] if len(found) else np.zeros((0, 2), dtype=np.int64)
                 what = f"no pair of particles is within {bs.cutoff}"
             if not len(pairs):
@@ -772,13 +779,6 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
             n_bonds += 0 if isinstance(bs, ExplicitBonds) else len(pairs)
         except ValueError as exc:
             errors.append((path, str(exc)))
-    period = None
-    if scene.periodic is not None:
-        try:
-            b.set_periodic(scene.periodic.x, scene.periodic.y, scene.periodic.z)
-            period = b._period_rows()
-        except ValueError as exc:
-            errors.append(("periodic", str(exc)))
     if scene.contacts is not None:
         b.set_contacts(scene.contacts.kpp, bonded_contacts=scene.contacts.bonded, search=scene.contacts.search,
                        skin=scene.contacts.skin, velocity=scene.contacts.velocity,
@@ -819,19 +819,6 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
     if errors:
         raise SceneError(errors, source)
     return b, n_bonds
-
-
-def _period_of(scene):
-    """The scene's periodic box as host rows ``(lo, L, 1/L)`` (None without one, or a bad one:
-    the builder names that)."""
-    p = scene.periodic
-    if p is None:
-        return None
-    rows = np.zeros((3, 3))
-    for c, span in enumerate((p.x, p.y, p.z)):
-        if span is not None and span[1] > span[0]:
-            rows[c] = span[0], span[1] - span[0], 1.0 / (span[1] - span[0])
-    return rows if rows[:, 1].any() else None
 
 
 def _overlap_errors(x, r, allowed, period=None) -> list:
