@@ -52,3 +52,35 @@ def test_the_bed_angle_of_a_tilted_circular_segment_is_its_tilt(degrees):
     keep = (np.hypot(p[:, 0], p[:, 1]) < drum.R) & (p @ n < -0.3 * drum.R)
     x = np.column_stack([p[keep, 0], np.zeros(keep.sum()), p[keep, 1]])
     assert drum.bed_angle(x, np.ones(len(x))) == pytest.approx(degrees, abs=0.05)
+
+
+def test_the_batch_error_is_the_spread_of_the_batch_means():
+    samples = np.repeat(np.arange(1.0, 7.0), 10)  # six batches of ten equal samples
+    assert drum.batch_error(samples) == pytest.approx(np.std(np.arange(1.0, 7.0), ddof=1) / math.sqrt(6))
+    assert drum.batch_error(np.append(samples, np.nan)) == pytest.approx(drum.batch_error(samples))
+    assert math.isnan(drum.batch_error([1.0, 2.0]))  # fewer samples than batches
+
+
+def test_the_batch_error_grows_with_the_samples_correlation():
+    """A correlated series (AR(1), coefficient 0.9): the mean's error is about
+    sqrt((1 + 0.9) / (1 - 0.9)) = 4.4 times what independent samples would give; the
+    batch means see it, the naive standard error does not."""
+    rng = np.random.default_rng(3)
+    ratios = []
+    for _ in range(20):
+        a = np.zeros(6000)
+        noise = rng.normal(size=a.size)
+        for k in range(1, a.size):
+            a[k] = 0.9 * a[k - 1] + noise[k]
+        ratios.append(drum.batch_error(a) / (a.std() / math.sqrt(a.size)))
+    assert 3.0 < np.median(ratios) < 5.5
+
+
+def test_the_trend_is_the_weighted_line_through_the_angles():
+    fr = [1e-3, 1e-2, 1e-1]
+    slope, error, intercept = drum.trend(fr, [30.0, 32.0, 34.0], [0.5, 0.5, 0.5])
+    assert (slope, intercept) == pytest.approx((2.0, 36.0))
+    assert error == pytest.approx(0.5 / math.sqrt(2.0))  # sigma / sqrt(sum (x - mean x)^2)
+    # a point with a large error barely moves the line
+    slope, _, _ = drum.trend(fr + [3e-2], [30.0, 32.0, 34.0, 50.0], [0.5, 0.5, 0.5, 1e3])
+    assert slope == pytest.approx(2.0, abs=1e-3)
