@@ -695,7 +695,7 @@ class ModelBuilder(ContactSettings):
         self._bond_count += nb
         return np.arange(first, first + nb, dtype=np.int64)
 
-    def finalize(self, backend="auto", dtype=np.float64) -> Model:
+    def finalize(self, backend="auto", dtype=np.float64, *, placement=True) -> Model:
         """Check the whole model, move it to ``backend`` and return the :class:`Model`.
 
         Builds the interaction families in the order gravity, pendulum, bonds, contacts,
@@ -710,11 +710,18 @@ class ModelBuilder(ContactSettings):
             Default ``"auto"``.
         dtype : {numpy.float64, numpy.float32}, optional
             Float dtype of every array of the model and its states. Default float64.
+        placement : bool, optional
+            Check where the particles start: overlaps between particles (with contacts)
+            and with walls and meshes. Default True. A run whose particle set changes
+            (:mod:`granular.particles.feeds`) builds its model again with False: the
+            particles of a running set press into each other and into the walls.
 
         Returns
         -------
         Model
-            The model, on ``backend``.
+            The model, on ``backend``; ``model.builder`` a copy of this builder as it
+            was (what an edit of the particle set starts from), ``model.ids`` each
+            particle's number (its index here).
 
         Raises
         ------
@@ -781,7 +788,8 @@ class ModelBuilder(ContactSettings):
         for f in families:  # the box against the neighbour search's cutoff (its skin is known now)
             if getattr(f, "kind", None) == "contacts":
                 self._check_periodic(x0, cat(self._radius), f.skin)
-        self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or self._materials_used())
+        if placement:
+            self._check_placement(x0, cat(self._radius), contacts=self._kpp is not None or self._materials_used())
         model = Model(
             law=law,
             kernels=kernels,
@@ -799,6 +807,52 @@ class ModelBuilder(ContactSettings):
         if replica is not None:
             model.replica = replica
             model.replica_count = len(self._replica_counts)
+        model.builder = self._copy()
+        model.ids = np.arange(self._n, dtype=np.int64)
         return model
+
+    def _copy(self) -> ModelBuilder:
+        """A copy that later calls on either leave the other as it is (the containers
+        are copied; the arrays in them are never changed in place: :meth:`_atomic`)."""
+        out = ModelBuilder.__new__(ModelBuilder)
+        out.__dict__.update({k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in vars(self).items()})
+        out._in_atomic = False
+        return out
+
+    def _subset(self, keep) -> tuple[ModelBuilder, np.ndarray]:
+        """A copy holding only the particles ``keep`` (a boolean mask over the
+        particles), in their order, with the bonds between two kept particles; and the
+        mask of the kept bonds (in the order of the model's bonds). Refused for a builder
+        of replicas and for pendula on a removed particle."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self._n,):
+            raise ValueError(f"keep: expected a mask of shape ({self._n},), got {keep.shape}")
+        if self._replica_counts is not None:
+            raise ValueError("a model of replicas has a fixed particle layout: particles cannot be removed from it")
+        new_index = np.cumsum(keep) - 1
+        out = self._copy()
+        cat = np.concatenate
+        for name in ("_x", "_v", "_q", "_omega", "_mass", "_inertia", "_radius", "_mat"):
+            arrays = getattr(self, name)
+            setattr(out, name, [cat(arrays)[keep]] if arrays else [])
+        out._n = int(keep.sum())
+        pendula = []
+        for idx, rho0, mg, vertical in self._pendula:
+            if not keep[idx].all():
+                raise ValueError(f"particle {int(idx[~keep[idx]][0])} hangs on a pendulum and cannot be removed")
+            pendula.append((new_index[idx], rho0, mg, vertical))
+        out._pendula = pendula
+        bonds, keys, kept = [], [], []
+        for call in self._bonds:
+            a, b = call[0], call[1]
+            ok = keep[a] & keep[b]
+            kept.append(ok)
+            if ok.any():
+                lo, hi = new_index[a[ok]], new_index[b[ok]]
+                bonds.append((lo, hi, *(c[ok] for c in call[2:])))
+                keys.append((np.minimum(lo, hi).astype(np.int64) << 32) | np.maximum(lo, hi).astype(np.int64))
+        out._bonds, out._bond_keys = bonds, keys
+        out._bond_count = int(sum(len(k) for k in keys))
+        return out, (cat(kept) if kept else np.zeros(0, dtype=bool))
 
 

@@ -38,11 +38,13 @@ SPEED_FACTOR = 10.0
 ROTATION_INCREMENT_MAX = 0.5
 
 
-def _energy(row) -> float:
-    """``total`` plus what left the system's energies (the energy broken bonds released
-    and what the dissipative contacts dissipated) less what came in (the moving walls'
-    work), when the row has those columns."""
+def conserved_energy(row) -> float:
+    """``total`` plus what left the system's energies (the energy broken bonds released,
+    what the dissipative contacts dissipated, what particles that left took away) less
+    what came in (the moving walls' work, what particles that entered brought), when the
+    row has those columns."""
     out = float(row["total"]) + float(row.get("U_released", 0.0)) - float(row.get("work_walls", 0.0))
+    out += float(row.get("E_removed", 0.0)) - float(row.get("E_inserted", 0.0))
     for key, value in row.items():
         if key.startswith("dissipated_"):
             out += float(value)
@@ -70,7 +72,7 @@ class HealthCheck:
         self.tolerance = float(tolerance)
         if start is None:
             g0 = float(first_row.get("U_gravity", 0.0))
-            start = {"energy0": _energy(first_row), "scale": _magnitude(first_row, g0), "gravity0": g0}
+            start = {"energy0": conserved_energy(first_row), "scale": _magnitude(first_row, g0), "gravity0": g0}
         self.energy0 = float(start["energy0"])
         self.gravity0 = float(start["gravity0"])
         self.scale = float(start["scale"])
@@ -85,7 +87,7 @@ class HealthCheck:
 
     def problem(self, row, state) -> str | None:
         """What is wrong with ``state`` (whose series row is ``row``), or None."""
-        E = _energy(row)
+        E = conserved_energy(row)
         change = E - self.energy0
         scale = max(self.scale, _magnitude(row, self.gravity0))
         if not (abs(change) <= self.tolerance * scale):  # NaN fails too
@@ -146,4 +148,4 @@ class Snapshot:
         state._engine = None  # the step loop's displacement budget belonged to the later state
 
 
-__all__ = ["ENERGY_TOLERANCE", "HealthCheck", "HealthError", "Snapshot"]
+__all__ = ["ENERGY_TOLERANCE", "HealthCheck", "HealthError", "Snapshot", "conserved_energy"]

@@ -100,6 +100,15 @@ class Model:
         self.period = np.zeros((0, 3))
         self.replica = None  # (N,) int32, each particle's replica, in a model of replicas (ModelBuilder.replicas)
         self.replica_count = 0
+        #: The builder this model was made from (a copy, :meth:`ModelBuilder.finalize`): what
+        #: an edit of the particle set (:mod:`granular.particles.feeds`) starts from; None
+        #: for a model made otherwise.
+        self.builder = None
+        #: (N,) int64 each particle's number, kept when particles enter and leave (frames'
+        #: ``id``): the index at the start, then the next free number for each particle
+        #: that enters.
+        self.ids = np.arange(self.n, dtype=np.int64)
+        self.next_id = self.n  # the number the next particle to enter gets
         self._static_args = None
         self._diag_rows = None
         self._zeros = None

@@ -31,7 +31,8 @@ from kernels.layout import DIAG, FAMILY_CONTACTS, FAMILY_WALLS
 from ..io import write_walls
 from . import diagnostics as diag
 from . import fragments
-from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot
+from .feeds import Insertion, Ledger, Obstacles, Outlet, particle_set, resize
+from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot, conserved_energy
 
 SMALL_SYSTEM = 10  # below this many particles, series.csv carries every particle's state
 #: What may join particles into the fragments of a run (``[run] fragments``).
@@ -54,7 +55,7 @@ def frame_data(model, state, contacts=False):
     w = np.array(be.to_host(state.omega))
     m, J = be.to_host(model.mass), be.to_host(model.inertia)
     point = {
-        "id": np.arange(model.n, dtype=np.int64),
+        "id": np.array(model.ids, dtype=np.int64),
         "radius": be.to_host(model.radius),
         "mass": m,
         "inertia": J,
@@ -111,7 +112,7 @@ def breakable(model) -> bool:
     return model.bonds is not None and model.bonds.can_break
 
 
-def series_row(model, state, contacts=False) -> dict:
+def series_row(model, state, contacts=False, states=True) -> dict:
     """One ``series.csv`` row: energies, momenta, invariants and (small systems) states.
 
     Energies, momenta and bond counts come from one fused diagnostics kernel and one
@@ -143,7 +144,7 @@ def series_row(model, state, contacts=False) -> dict:
         for k in range(min(len(dot), SMALL_SYSTEM)):
             row[f"pendulum{k}_Rrho0_dot_Omega"] = float(dot[k])
             row[f"pendulum{k}_norm_Rrho0"] = float(norm[k])
-    if model.n < SMALL_SYSTEM:
+    if states and model.n < SMALL_SYSTEM:
         be = model.backend
         for name, arr in (("x", state.x), ("v", state.v), ("q", state.q), ("omega", state.omega)):
             a = be.to_host(arr)
@@ -248,7 +249,7 @@ class ParticleSystem:
     needs particle contacts)."""
 
     def __init__(self, model, state, integrator, energy_tolerance=None, health_start=None, stable_step=None,
-                 health=True, fragments="bonds"):  # fmt: skip
+                 health=True, fragments="bonds", feeds=None, ledger=None):  # fmt: skip
         if fragments not in FRAGMENTS:
             raise ValueError(f"fragments: {fragments!r}; allowed: {', '.join(map(repr, FRAGMENTS))}")
         if fragments == "contacts" and model.force("contacts") is None:
@@ -264,6 +265,11 @@ class ParticleSystem:
         self.health = None
         self.snapshot = None
         self.checks = bool(health)
+        #: Insertions and outlets (:mod:`granular.particles.feeds`) applied by
+        #: :meth:`apply_feeds`, and the ledger of what entered and left; None for a closed
+        #: system (no ledger columns, each particle's state in the series of a small one).
+        self.feeds = None if feeds is None else list(feeds)
+        self.ledger = None if feeds is None else (Ledger() if ledger is None else ledger)
 
     @property
     def time(self) -> float:
@@ -295,7 +301,69 @@ class ParticleSystem:
         self.integrator.advance(self.model, self.state, dt, k)
 
     def series_row(self) -> dict:
-        return series_row(self.model, self.state, self.by_contacts)
+        row = series_row(self.model, self.state, self.by_contacts, states=self.ledger is None)
+        if self.ledger is not None:
+            row.update(self.ledger.columns())
+        return row
+
+    # ----------------------------------------------------------------- an open system
+    def _balance(self):
+        """The conserved sum of the energy check and the momentum, now (host floats)."""
+        row = series_row(self.model, self.state, False, states=False)
+        return conserved_energy(row), np.array([row["P_x"], row["P_y"], row["P_z"]])
+
+    def edit(self, keep=None, add=None) -> None:
+        """Take out the particles not in the mask ``keep`` and put in those of ``add``
+        (:func:`granular.particles.feeds.resize`), booking what they took and brought in
+        the ledger; the edited state is the one a failure goes back to."""
+        if self.ledger is None:
+            raise ValueError("this run's system is closed: particles can enter and leave a run made with feeds "
+                             "(Simulation(..., feeds=[]), or a scene's [[insert]] or [[outlets]]), whose series "
+                             "has the ledger's columns from its first row")  # fmt: skip
+        model, state, be, led = self.model, self.state, self.backend, self.ledger
+        if keep is not None and not np.all(keep):
+            keep = np.asarray(keep, dtype=bool)
+            mass = float(np.asarray(be.to_host(model.mass), dtype=np.float64)[~keep].sum())
+            e0, p0 = self._balance()
+            resize(model, state, keep=keep)
+            e1, p1 = self._balance()
+            led.values["removed"] += float((~keep).sum())
+            led.values["mass_removed"] += mass
+            led.values["E_removed"] += e0 - e1
+            led.P_removed += p0 - p1
+        if add is not None and len(add["x"]):
+            e0, p0 = self._balance()
+            resize(model, state, add=add)
+            e1, p1 = self._balance()
+            led.values["inserted"] += float(len(add["x"]))
+            led.values["mass_inserted"] += float(np.sum(add["mass"]))
+            led.values["E_inserted"] += e1 - e0
+            led.P_inserted += p1 - p0
+        self.n = model.n
+        if self.health is not None:
+            self.health.m_min = float(np.asarray(be.to_host(model.mass)).min())
+            self.snapshot = Snapshot(state, STATE_ARRAYS, model)
+
+    def apply_feeds(self) -> None:
+        """The outlets take out the particles that leave, then each insertion puts in
+        the particles due now that find room."""
+        if not self.feeds:
+            return
+        outlets = [f for f in self.feeds if isinstance(f, Outlet)]
+        if outlets:
+            x = np.asarray(self.backend.to_host(self.state.x), dtype=np.float64)
+            leave = np.zeros(self.model.n, dtype=bool)
+            for f in outlets:
+                leave |= f.leaving(x)
+            if leave.all():
+                leave[-1] = False  # a model keeps one particle; it leaves at the next event
+            if leave.any():
+                self.edit(keep=~leave)
+        for f in self.feeds:
+            if isinstance(f, Insertion):
+                add = f.draw(self.state.time, Obstacles(self.model, self.state))
+                if add is not None:
+                    self.edit(add=add)
 
     def frame(self):
         return frame_data(self.model, self.state, self.by_contacts)
@@ -318,7 +386,10 @@ class ParticleSystem:
         self.snapshot.restore(self.state)
 
     def state_arrays(self) -> dict:
-        return state_arrays(self.model, self.state)
+        out = state_arrays(self.model, self.state)
+        if self.ledger is not None:
+            out.update(particle_set(self.model))
+        return out
 
     def restore(self, arrays) -> None:
         restore_state(self.model, self.state, arrays)
@@ -391,7 +462,10 @@ class ParticleSystem:
             fragments.write_csv(os.path.join(out_dir, "fragments.csv"), frags)
 
     def checkpoint_meta(self) -> dict:
-        return {"integrator": self.label, "health": self.health.start_values()}
+        meta = {"integrator": self.label, "health": self.health.start_values()}
+        if self.ledger is not None:
+            meta["feeds"] = {"ledger": self.ledger.get_state(), "each": [f.get_state() for f in self.feeds]}
+        return meta
 
     def _estimate(self):
         return self.stable_step.as_dict() if self.stable_step is not None else None

@@ -19,6 +19,9 @@ Writers are small objects with a ``trigger`` and up to four hooks, each optional
 
 ``begin(runner, resumed)``
     before the first step (open files, write the initial row and frame);
+``before(runner)``
+    when due, before any writer writes: an edit of the system (particles that enter or
+    leave); the state is checked before it and kept after it;
 ``write(runner, row)``
     when ``trigger.due(step, end)``; ``row`` is the series row when the writer is
     ``checked`` (the default), else None;
@@ -305,6 +308,15 @@ class Runner:
                     due = [w for w in timed if w.trigger.due(k, end)]
                     if not due:
                         continue  # stopped between events by a signal
+                    edits = [w for w in due if hasattr(w, "before")]
+                    if edits:  # edits of the system (particles entering, leaving): on a state that passed
+                        if checked:
+                            self._check()
+                        for w in edits:
+                            w.before(self)
+                        if checked:
+                            s.keep()
+                            self._kept = s.step_count
                     row = self._check() if any(getattr(w, "checked", True) for w in due) else None
                     for w in due:
                         w.write(self, row if getattr(w, "checked", True) else None)

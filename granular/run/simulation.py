@@ -12,6 +12,7 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -22,6 +23,7 @@ from ..checks import field_path, schema_message
 from ..compiling import CompileNotice
 from ..errors import StepSizeError
 from ..io import load_checkpoint, save_checkpoint
+from ..particles.feeds import Ledger, match, restore_feeds
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.integrators.engine import check_state
 from ..particles.stability import estimate_stable_step
@@ -130,6 +132,16 @@ class Simulation:
     quiet, log_json : bool
         Progress: a bar on stderr unless ``quiet``; JSON-line events on stdout with
         ``log_json`` (the CLI's ``--quiet --log-json``).
+    feeds : list, optional
+        Insertions and outlets (:class:`~granular.particles.feeds.Insertion`,
+        :class:`~granular.particles.feeds.Outlet`): particles enter and leave the run
+        every ``feed_every``. Given (an empty list too), the run is an open system:
+        ``series.csv`` has the ledger's columns (``inserted``, ``removed``, their masses,
+        ``E_inserted``, ``E_removed``, ``P_inserted_*``, ``P_removed_*``) and the list may
+        change between calls of :meth:`run` (stages). ``model`` and ``state`` are edited
+        in place when particles enter or leave.
+    feed_every : float, optional
+        Time between the feeds' edits [T]; default 100 steps.
 
     Examples
     --------
@@ -148,7 +160,7 @@ class Simulation:
     def __init__(self, model, state, out, run=None, *, dt=None, integrator=None, output_every=None,
                  series_every=None, checkpoint_every=None, energy_tolerance=None, allow_unstable_step=None,
                  graphs=None, overwrite=False, resume=False, quiet=True, log_json=False, scene=None,
-                 stable_step=None, fragments=None):  # fmt: skip
+                 stable_step=None, fragments=None, feeds=None, feed_every=None):  # fmt: skip
         given = dict(dt=dt, integrator=integrator, output_every=output_every, series_every=series_every,
                      checkpoint_every=checkpoint_every, energy_tolerance=energy_tolerance,
                      allow_unstable_step=allow_unstable_step, graphs=graphs, fragments=fragments)  # fmt: skip
@@ -189,6 +201,23 @@ class Simulation:
         self._written = bool(resume)  # whether out holds this run's folder (then runs append)
         self.info = None
         self.runner = None
+        self.feeds = None if feeds is None else list(feeds)
+        self.ledger = None if feeds is None else Ledger()
+        if feed_every is not None and not (isinstance(feed_every, (int, float)) and math.isfinite(feed_every)
+                                           and feed_every > 0):  # fmt: skip
+            raise ValueError(f"feed_every: a time > 0, got {feed_every!r}")
+        self.feed_every = feed_every
+        if model.builder is None and feeds is not None:
+            raise ValueError("feeds: the model was not made by ModelBuilder.finalize; its particle set cannot change")
+
+    @property
+    def feed_steps(self) -> int:
+        """Steps between the feeds' edits (0: a closed system)."""
+        if self.feeds is None:
+            return 0
+        if self.feed_every is None:
+            return 100
+        return max(1, int(round(self.feed_every / self.run_table.dt)))
 
     @classmethod
     def resume(cls, model, checkpoint, out=None, **kwargs) -> "Simulation":
@@ -215,6 +244,7 @@ class Simulation:
         out = resume_out_dir(path) if out is None else out
         sim = cls(model, state, out, resume=True, **kwargs)
         sim._health_start = meta.get("health")
+        restore_feeds(sim.feeds, sim.ledger, meta.get("feeds"))
         return sim
 
     _health_start = None
@@ -283,8 +313,9 @@ class Simulation:
             clear(self._to_clear)
             self._to_clear = []
         system = ParticleSystem(self.model, state, self.integrator, self.energy_tolerance, health_start,
-                                self.stable_step, fragments=self.run_table.fragments)  # fmt: skip
-        writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict)
+                                self.stable_step, fragments=self.run_table.fragments, feeds=self.feeds,
+                                ledger=self.ledger)  # fmt: skip
+        writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict, self.feed_steps)
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
         self._written = True
         try:
@@ -316,6 +347,8 @@ def load_state(path, model, state=None, with_meta=False):
     it; on another backend the arrays are the same, the next steps may differ in the
     last bits."""
     arrays, meta = load_checkpoint(os.fspath(path))
+    if "particle_ids" in arrays and (state is None or state.x.shape[0] != len(arrays["particle_ids"])):
+        match(model, arrays)  # particles entered or left the run: the model takes its set
     state = model.state() if state is None else state
     restore_state(model, state, arrays)
     return (state, meta) if with_meta else state

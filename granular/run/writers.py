@@ -36,7 +36,7 @@ from ..io.vtk import FrameQueue, MeshFrameWriter, WallFrameWriter
 from ..resources import cadence
 from .runner import Periodic
 
-__all__ = ["Checkpoints", "Frames", "Record", "Series", "WallLoads", "cadences", "checkpoint_path", "folder_writers"]
+__all__ = ["Checkpoints", "Feeds", "Frames", "Record", "Series", "WallLoads", "cadences", "checkpoint_path", "folder_writers"]
 
 
 def checkpoint_path(out_dir) -> str:
@@ -173,6 +173,24 @@ class Frames:
             self.queue.close()
 
 
+class Feeds:
+    """The run's insertions and outlets (:mod:`granular.particles.feeds`), applied every
+    ``every`` steps from step 0 (not at the end), before the event's row, frame and
+    checkpoint are written, so that each of them shows the edited set and a run
+    resumed from the checkpoint goes on from it."""
+
+    checked = False
+
+    def __init__(self, every):
+        self.trigger = Periodic(every, at_end=False)
+
+    def before(self, runner):
+        runner.system.apply_feeds()
+
+    def write(self, runner, row):
+        pass
+
+
 class Checkpoints:
     """``checkpoints/checkpoint.npz`` every ``every`` steps (0: only at the end) and at the
     end; ``scene``: the scene dictionary stored with it (what ``--resume`` compares)."""
@@ -239,9 +257,11 @@ class Record:
         runner.event("end", **encode({k: v for k, v in info.items() if k != "scene"}))
 
 
-def folder_writers(out_dir, run, total_steps, scene=None) -> list:
+def folder_writers(out_dir, run, total_steps, scene=None, feed_every=0) -> list:
     """The writers of a run folder for the ``[run]`` table ``run``: series, frames,
-    checkpoints, record (in that order: the end's checkpoint precedes ``run.json``)."""
+    checkpoints, record (in that order: the end's checkpoint precedes ``run.json``);
+    ``feed_every``: the steps between the feeds' edits (0: none)."""
     frame_every, series_every, ckpt_every = cadences(run, total_steps)
-    return [Series(out_dir, series_every), WallLoads(out_dir, series_every), Frames(out_dir, frame_every),
+    feeds = [Feeds(feed_every)] if feed_every else []
+    return feeds + [Series(out_dir, series_every), WallLoads(out_dir, series_every), Frames(out_dir, frame_every),
             Checkpoints(out_dir, ckpt_every, scene), Record(out_dir, scene)]  # fmt: skip
