@@ -18,7 +18,7 @@ import pytest
 import granular as gr
 from granular.particles.fragments import fragments
 from granular.particles.neighbors import min_image
-from granular.particles.system import _springs_by_index, restore_state, state_arrays
+from granular.particles.statefile import _springs_by_index, restore_state, state_arrays
 from granular.run.scene import SceneError, build_model, parse_scene
 
 L = 1.0

@@ -51,6 +51,10 @@ FULL = {
                {"shape": {"kind": "box", "lo": [100.0, 100.0, 100.0], "hi": [101.0, 101.0, 101.0]}},
                {"shape": {"kind": "cylinder", "radius": 1.0, "length": 1.0, "center": [200.0, 0.0, 0.0]}}],
     "periodic": {"x": [-50.0, 50.0], "y": [-50.0, 50.0], "z": [-50.0, 50.0]},
+    "insert": [{"box": [[-1.0, -1.0, 5.0], [1.0, 1.0, 6.0]], "radius": [0.1, 0.2], "material": "glass", "rate": 10.0},
+               {"cylinder": {"center": [0.0, 0.0, 5.0], "radius": 1.0, "length": 1.0}, "radius": 0.1,
+                "material": "glass", "total": 5}],
+    "outlets": [{"box": [[-1.0, -1.0, -9.0], [1.0, 1.0, -8.0]]}],
     "fields": {"gravity": [0.0, 0.0, -1.0], "pendulum": [{"group": "g"}]},
 }
 
@@ -74,6 +78,9 @@ TABLES = [
     ("meshes[1].shape", ("meshes", 1, "shape"), sc.BoxShape),
     ("meshes[2].shape", ("meshes", 2, "shape"), sc.CylinderShape),
     ("periodic", ("periodic",), sc.PeriodicTable),
+    ("insert[0]", ("insert", 0), sc.InsertTable),
+    ("insert[1].cylinder", ("insert", 1, "cylinder"), sc.CylinderRegion),
+    ("outlets[0]", ("outlets", 0), sc.OutletTable),
     ("fields", ("fields",), sc.FieldsTable),
     ("fields.pendulum[0]", ("fields", "pendulum", 0), sc.Pendulum),
 ]

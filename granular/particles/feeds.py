@@ -48,7 +48,10 @@ from kernels.layout import FAMILY_GRAVITY
 
 from .forces.laws import reach
 from .forces.materials import sphere_mass
+from .forces.meshes import closest_points
 from .neighbors import min_image
+from .placement import near_pairs
+from .statefile import restore_state, state_arrays
 
 __all__ = ["Box", "Cylinder", "Insertion", "Ledger", "Obstacles", "Outlet", "match", "particle_set", "resize", "restore_feeds"]
 
@@ -389,8 +392,6 @@ class Obstacles:
             if float(c @ n / np.linalg.norm(n) - off / np.linalg.norm(n)) < r:
                 return False
         if self.meshes:
-            from .forces.meshes import closest_points
-
             for mesh, vertices in self.meshes:
                 t = mesh.triangles
                 _, d = closest_points(np.repeat(c[None], len(t), axis=0), vertices[t[:, 0]], vertices[t[:, 1]],
@@ -531,8 +532,6 @@ def match(model, arrays) -> None:
 def _touching(model, x, keep) -> bool:
     """Whether a particle that leaves (``~keep``) touches one that stays, or comes within
     the contact law's reach of it, at the positions ``x`` (host)."""
-    from .placement import near_pairs
-
     r = np.asarray(model.backend.to_host(model.radius), dtype=np.float64)
     extra = float(reach(model.law, float(r.max()))) if model.law is not None else 0.0
     pairs, d = near_pairs(x, 2.0 * float(r.max()) + extra, model.period if model.period.shape[0] else None)
@@ -553,7 +552,6 @@ def resize(model, state, keep=None, add=None) -> None:
     nothing else, bit for bit; where a particle that leaves touched one that stays, they
     are evaluated again (at the step's velocities, not its predicted ones). Those that
     enter touch nothing: gravity is their force."""
-    from .system import restore_state, state_arrays  # the system imports this module
 
     builder = model.builder
     if builder is None:

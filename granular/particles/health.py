@@ -82,6 +82,11 @@ class HealthCheck:
         """What a checkpoint keeps so that a resumed run checks against the same start."""
         return {"energy0": self.energy0, "scale": self.scale, "gravity0": self.gravity0}
 
+    def widen(self, row) -> None:
+        """Take ``row``'s energy magnitude into the scale (after particles entered: the
+        energy they brought sets the speeds that are sound)."""
+        self.scale = max(self.scale, _magnitude(row, self.gravity0))
+
     def speed_bound(self) -> float:
         return SPEED_FACTOR * math.sqrt(2.0 * self.scale / self.m_min) if self.scale > 0 else math.inf
 

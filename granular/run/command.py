@@ -25,12 +25,13 @@ from ..bodies.scenes.systems import build_system
 from ..compiling import CompileNotice
 from ..errors import IntegrationError, Refused, SceneError
 from ..io import CheckpointError, load_checkpoint
+from ..particles.feeds import match, restore_feeds
 from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
 from ..resources import ResourceError, check_body_memory, check_writable
 from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume_out_dir, resume_problem, total_steps
 from .progress import long_run_refused
-from .scene import build_model, load_scene
+from .scene import build_model, load_scene, scene_feeds
 from .simulation import BodyRun, Simulation
 from .writers import checkpoint_path
 
@@ -197,11 +198,20 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
         return 130 if info["interrupted"] else 0
 
     model, state, run, estimate = _particles(scene, args)
+    try:
+        feeds = scene_feeds(scene, str(getattr(args, "scene", "scene")))
+    except SceneError as exc:
+        raise Refused(str(exc)) from None
     if arrays is not None:
+        if "particle_ids" in arrays:  # particles entered or left: the scene's model takes the checkpoint's set
+            _restore(lambda a: match(model, a), model.backend.name, arrays, meta)
+            state = model.state()
         _restore(lambda a: restore_state(model, state, a), model.backend.name, arrays, meta)
     sim = Simulation(model, state, out, run, scene=scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
                      graphs=run.graphs and not getattr(args, "eager", False), allow_unstable_step=True,
-                     overwrite=bool(getattr(args, "overwrite", False)), resume=arrays is not None)  # fmt: skip
+                     overwrite=bool(getattr(args, "overwrite", False)), resume=arrays is not None, feeds=feeds)  # fmt: skip
+    if arrays is not None:
+        _restore(lambda m: restore_feeds(sim.feeds, sim.ledger, m.get("feeds")), model.backend.name, meta, meta)
     sim.preflight(total, state.step)
     if not quiet and not log_json:
         unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""

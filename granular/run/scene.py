@@ -25,6 +25,7 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
+from ..particles.feeds import Box, Cylinder, Insertion, Outlet
 from ..particles.forces.meshes import TriangleMesh
 from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import near_pairs, overlap_problem, wall_problem
@@ -69,6 +70,7 @@ class RunTable(_Strict):
     energy_tolerance: Positive = ENERGY_TOLERANCE
     graphs: bool = True  # replay blocks of steps as CUDA graphs on a GPU (false: launch every kernel)
     fragments: Literal["bonds", "contacts"] = "bonds"  # "contacts": touching particles join fragments too
+    feed_every: Positive | None = None  # time between the edits of [[insert]] and [[outlets]] (default 100 steps)
 
     @model_validator(mode="after")
     def _one_length(self):
@@ -465,6 +467,50 @@ class PeriodicTable(_Strict):
     z: Span | None = Field(None, description="[lo, hi] of the periodic box along z, or left out: not periodic")
 
 
+class CylinderRegion(_Strict):
+    """A cylinder: its ``center``, ``axis`` (default z), ``radius`` and ``length``."""
+
+    center: Vec3
+    axis: Vec3 = [0.0, 0.0, 1.0]
+    radius: Positive
+    length: Positive
+
+
+Box2 = Annotated[list[Vec3], Field(min_length=2, max_length=2)]
+
+
+class InsertTable(_Strict):
+    """``[[insert]]``: particles poured in during the run
+    (:class:`~granular.particles.feeds.Insertion`), into a ``box`` ``[lo, hi]`` or a
+    ``cylinder``."""
+
+    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
+    cylinder: CylinderRegion | None = None
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = Field(
+        description="a number > 0, or [lo, hi]: radii drawn uniformly between them")
+    material: Annotated[str, Field(min_length=1)] | None = None
+    density: Positive | None = None
+    rate: Positive | None = None
+    mass_rate: Positive | None = None
+    total: Annotated[int, Field(ge=1)] | None = None
+    start: NonNegative = 0.0
+    stop: Positive | None = None
+    velocity: Vec3 = [0.0, 0.0, 0.0]
+    orientation: Literal["random", "identity"] = "random"
+    seed: Annotated[int, Field(ge=0)] = 0
+    attempts: Annotated[int, Field(ge=1)] = 50
+    gap: NonNegative = 0.0
+
+
+class OutletTable(_Strict):
+    """``[[outlets]]``: particles whose centres are in a ``box`` or ``cylinder`` (or, with
+    ``inside = false``, outside it) leave the run (:class:`~granular.particles.feeds.Outlet`)."""
+
+    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
+    cylinder: CylinderRegion | None = None
+    inside: bool = True
+
+
 class Scene(_Strict):
     """A whole scene file."""
 
@@ -481,8 +527,52 @@ class Scene(_Strict):
     walls: list[Wall] = []
     meshes: list[MeshTable] = []
     periodic: PeriodicTable | None = Field(None, description="the periodic box: x, y, z as [lo, hi] (a table)")
+    insert: list[InsertTable] = []
+    outlets: list[OutletTable] = []
     fields: FieldsTable = FieldsTable()
     _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
+
+
+def _feed_region(table, path):
+    if (table.box is None) == (table.cylinder is None):
+        raise SceneError([(path, "give the region as box = [[lo], [hi]] or as a cylinder table, one of them")])
+    try:
+        if table.box is not None:
+            return Box(table.box[0], table.box[1])
+        c = table.cylinder
+        return Cylinder(c.center, c.axis, c.radius, c.length)
+    except ValueError as exc:
+        raise SceneError([(path, str(exc))]) from None
+
+
+def scene_feeds(scene: Scene, source: str = "scene"):
+    """The insertions and outlets of ``scene`` (``[[insert]]``, ``[[outlets]]``), or None
+    for a scene without them (a closed run); :class:`SceneError` naming the table."""
+    if not scene.insert and not scene.outlets:
+        return None
+    feeds, errors = [], []
+    for k, t in enumerate(scene.outlets):
+        try:
+            feeds.append(Outlet(_feed_region(t, f"outlets[{k}]"), inside=t.inside))
+        except SceneError as exc:
+            errors.extend(exc.errors)
+    for k, t in enumerate(scene.insert):
+        try:
+            if t.material is not None and t.material not in scene.materials:
+                raise ValueError(f"material: no material named {t.material!r}; defined: {sorted(scene.materials)}")
+            region = _feed_region(t, f"insert[{k}]")
+            radius = t.radius if isinstance(t.radius, (int, float)) else tuple(t.radius)
+            feeds.append(Insertion(region, radius, t.material, density=t.density, rate=t.rate,
+                                   mass_rate=t.mass_rate, total=t.total, start=t.start,
+                                   stop=math.inf if t.stop is None else t.stop, velocity=t.velocity,
+                                   orientation=t.orientation, seed=t.seed, attempts=t.attempts, gap=t.gap))  # fmt: skip
+        except SceneError as exc:
+            errors.extend(exc.errors)
+        except ValueError as exc:
+            errors.append((f"insert[{k}]", str(exc)))
+    if errors:
+        raise SceneError(errors, source)
+    return feeds
 
 
 def touching_pairs(x, radius, members, factor, period=None) -> np.ndarray:

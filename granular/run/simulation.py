@@ -12,7 +12,6 @@ block, write a checkpoint and return with ``interrupted`` set.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -62,7 +61,7 @@ def run_sampled(model, state, integrator, h, steps, every=0, sample=None, label=
 #: ``steps`` are what :meth:`Simulation.run` does without arguments; ``backend`` and
 #: ``precision`` are the model's).
 SIMULATION_KEYS = ("integrator", "dt", "output_every", "series_every", "checkpoint_every", "allow_unstable_step",
-                   "energy_tolerance", "graphs", "fragments")  # fmt: skip
+                   "energy_tolerance", "graphs", "fragments", "feed_every")  # fmt: skip
 
 
 def _run_table(run, given) -> tuple[RunTable, bool]:
@@ -163,7 +162,8 @@ class Simulation:
                  stable_step=None, fragments=None, feeds=None, feed_every=None):  # fmt: skip
         given = dict(dt=dt, integrator=integrator, output_every=output_every, series_every=series_every,
                      checkpoint_every=checkpoint_every, energy_tolerance=energy_tolerance,
-                     allow_unstable_step=allow_unstable_step, graphs=graphs, fragments=fragments)  # fmt: skip
+                     allow_unstable_step=allow_unstable_step, graphs=graphs, fragments=fragments,
+                     feed_every=feed_every)  # fmt: skip
         self.run_table, self._length_given = _run_table(run, given)
         check_state(model, state)
         if self.run_table.fragments == "contacts" and model.force("contacts") is None:
@@ -203,10 +203,7 @@ class Simulation:
         self.runner = None
         self.feeds = None if feeds is None else list(feeds)
         self.ledger = None if feeds is None else Ledger()
-        if feed_every is not None and not (isinstance(feed_every, (int, float)) and math.isfinite(feed_every)
-                                           and feed_every > 0):  # fmt: skip
-            raise ValueError(f"feed_every: a time > 0, got {feed_every!r}")
-        self.feed_every = feed_every
+        self.feed_every = self.run_table.feed_every  # checked with the [run] table
         if model.builder is None and feeds is not None:
             raise ValueError("feeds: the model was not made by ModelBuilder.finalize; its particle set cannot change")
 
