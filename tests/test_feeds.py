@@ -14,7 +14,7 @@ from granular.particles.integrators import ExplicitIntegrator
 GLASS = dict(young=1e7, poisson=0.3, density=2500.0, restitution=0.5, friction=0.5, rolling_friction=0.02)
 
 
-def floor_model(x=((0.0, 0.0, 0.01),), gravity=True, walls=True):
+def floor_model(x=((0.0, 0.0, 0.01),), gravity=True, walls=True, backend="cpu"):
     b = gr.ModelBuilder()
     b.add_material("glass", **GLASS)
     b.add_particles(np.asarray(x, dtype=float), radius=0.002, material="glass")
@@ -23,7 +23,7 @@ def floor_model(x=((0.0, 0.0, 0.01),), gravity=True, walls=True):
         b.add_wall([0, 0, 1], 0.0, material="glass")
     if gravity:
         b.set_gravity([0, 0, -9.81])
-    return b.finalize("cpu")
+    return b.finalize(backend)
 
 
 def rows(out):
@@ -82,7 +82,7 @@ def test_inserted_particles_touch_nothing(tmp_path):
     model = b.finalize("cpu")
     state = model.state()
     ins = Insertion(Box([-0.015, -0.015, 0.0], [0.015, 0.015, 0.04]), (0.001, 0.0025), "glass", total=150, seed=7)
-    add = ins.draw(0.0, Obstacles(model, state))
+    add = ins.draw(0.0, Obstacles(model, state, 0.0025))
     assert add is not None and 20 < len(add["x"]) <= 150
     x_all = np.concatenate([lattice, add["x"]])
     r_all = np.concatenate([np.full(len(lattice), 0.002), add["radius"]])
@@ -225,3 +225,22 @@ def test_a_cylinder_region_draws_inside_itself():
     assert np.abs(along).max() <= 0.09 and across.max() <= 0.04 and cyl.contains(pts).all()
     # uniform over the disc: half the points within 1/sqrt(2) of the radius they may reach
     assert abs(np.mean(across < 0.04 / math.sqrt(2)) - 0.5) < 0.04
+
+
+def test_the_gpu_kernels_pour_as_the_cpu_does(gpu_backend, tmp_path):
+    """On the GPU backend (the simulator in CI) the same seed gives the same particles,
+    bit for bit, run after run; and the CPU's, to round-off (the placements see the
+    positions, which agree to the last bits)."""
+    runs = []
+    for k, backend in enumerate(("cpu", gpu_backend, gpu_backend)):
+        model = floor_model(backend=backend)
+        ins = Insertion(Box([-0.01, -0.01, 0.02], [0.01, 0.01, 0.03]), (0.0015, 0.002), "glass", rate=3000.0,
+                        seed=4)  # fmt: skip
+        sim = gr.Simulation(model, model.state(), tmp_path / f"g{k}", dt=2e-5, feeds=[ins], feed_every=1e-3)
+        sim.run(steps=300)
+        runs.append((model.n, np.asarray(model.backend.to_host(sim.state.x)),
+                     np.asarray(model.backend.to_host(model.radius))))  # fmt: skip
+    assert runs[0][0] == runs[1][0] == runs[2][0] == 1 + 18
+    assert np.array_equal(runs[1][1], runs[2][1]) and np.array_equal(runs[1][2], runs[2][2])
+    assert np.array_equal(runs[0][2], runs[1][2])
+    np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=0, atol=1e-12)

@@ -177,3 +177,16 @@ def test_body_scene_output_folder_and_resume(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["steps"] == 6
     assert run(scene, "--out", out, "--steps", "3", "--quiet", "--overwrite") == 0
     assert json.loads((out / "run.json").read_text())["steps"] == 3
+
+
+@pytest.mark.parametrize("scene", ["drum.toml", "agglomerate_impact.toml"])
+def test_a_run_with_meshes_or_fragments_is_replaced_with_overwrite(scene, tmp_path):
+    """Every file a run writes is the run's: its meshes (``meshes.pvd``, ``meshes/``) and
+    its ``fragments.csv`` too, so ``--overwrite`` replaces it."""
+    src = os.path.join(os.path.dirname(__file__), "..", "scenes", scene)
+    out = tmp_path / "o"
+    assert run(src, "--out", out, "--steps", "4", "--quiet") == 0
+    written = set(os.listdir(out))
+    assert written & {"meshes.pvd", "fragments.csv"}
+    assert run(src, "--out", out, "--steps", "3", "--quiet", "--overwrite") == 0
+    assert json.loads((out / "run.json").read_text())["steps"] == 3

@@ -214,6 +214,7 @@ class Insertion:
         if not (math.isfinite(self.gap) and self.gap >= 0):
             raise ValueError(f"gap: a distance >= 0, got {gap!r}")
         self.seed = int(seed)
+        self.active = True  # whether it pours (a stage may stop it: granular.run.stages)
         self.rng = np.random.default_rng(self.seed)
         self.count = 0  # particles inserted so far
         self.mass = 0.0  # their mass
@@ -245,7 +246,7 @@ class Insertion:
             self.pending = lo if lo == hi else float(lo + (hi - lo) * self.rng.random())
         return self.pending
 
-    def wanted(self, time, builder) -> int | None:
+    def wanted(self, time) -> int | None:
         """How many particles are due at ``time`` (None: as many as the mass rate allows,
         decided particle by particle)."""
         if time < self.start:
@@ -258,12 +259,21 @@ class Insertion:
             return None
         return int(left)
 
+    def due(self, time) -> bool:
+        """Whether a particle may be due at ``time`` (a cheap test before the obstacles
+        are gathered)."""
+        if time < self.start or (self.total is not None and self.count >= self.total):
+            return False
+        if self.mass_rate is not None:
+            return True  # decided by the next particle's mass
+        return self.wanted(time) > 0
+
     def draw(self, time, obstacles) -> dict | None:
         """The particles due at ``time`` that find room among ``obstacles`` (an
         :class:`Obstacles`): a dict of host arrays ``x``, ``v``, ``q``, ``omega``,
         ``radius``, ``mass``, ``inertia`` and ``material`` (or None for none)."""
         builder = obstacles.builder
-        wanted = self.wanted(time, builder)
+        wanted = self.wanted(time)
         target_mass = None
         if wanted is None:
             t = min(time, self.stop) - self.start
@@ -319,6 +329,7 @@ class Outlet:
     def __init__(self, region, inside=True):
         self.region = _region(region)
         self.inside = bool(inside)
+        self.active = True  # whether it takes particles out (a stage may close it)
 
     def leaving(self, x) -> np.ndarray:
         """A mask of the particles at ``x`` (host, (N, 3)) that leave."""
@@ -340,7 +351,7 @@ class Obstacles:
     (a k-d tree, toroidal along periodic axes), the walls' planes and the meshes where
     they are now, and the particles placed at this event."""
 
-    def __init__(self, model, state):
+    def __init__(self, model, state, reach_new=0.0):
         from scipy.spatial import cKDTree
 
         be = model.backend
@@ -366,6 +377,45 @@ class Obstacles:
         self.placed_x, self.placed_r = [], []
         # a law that pulls before the surfaces touch (JKR): keep out of its reach too
         self.reach = float(reach(model.law, max(self.rmax, 1e-300))) if model.law is not None else 0.0
+        # the particles placed at this event, binned in cubes wider than any two of them
+        # with their clearance (``reach_new``: the largest radius plus gap to come)
+        self._edge = max(2.0 * (max(self.rmax, float(reach_new)) + self.reach), 1e-300)
+        self._counts = None
+        if self.period is not None:
+            size = self.period[:, 1]
+            self._counts = np.where(size > 0, np.maximum(1, np.floor(size / self._edge)), 0).astype(np.int64)
+        self._grid = {}
+
+    def _cell(self, c):
+        """The cube of the point ``c``: integers along each axis (a periodic axis of
+        length ``L`` is cut into ``floor(L / edge)`` equal cells, numbered modulo)."""
+        if self.period is None:
+            return tuple(int(k) for k in np.floor(c / self._edge))
+        w = self._wrap(c)
+        out = []
+        for a in range(3):
+            n = int(self._counts[a])
+            if n:
+                out.append(int(w[a] / (self.period[a, 1] / n)) % n)
+            else:
+                out.append(int(math.floor(c[a] / self._edge)))
+        return tuple(out)
+
+    def _near_placed(self, c):
+        """Indices of the placed particles in the cubes around ``c``'s."""
+        k = self._cell(c)
+        keys = set()
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for dz in (-1, 0, 1):
+                    key = [k[0] + dx, k[1] + dy, k[2] + dz]
+                    if self._counts is not None:
+                        for a in range(3):
+                            if self._counts[a]:
+                                key[a] %= int(self._counts[a])
+                    keys.add(tuple(key))
+        for key in keys:
+            yield from self._grid.get(key, ())
 
     def _wrap(self, c):
         if self.period is None:
@@ -383,9 +433,9 @@ class Obstacles:
                 d = min_image((c - self.x[j])[None], self.period)[0]
                 if float(np.sqrt(d @ d)) < r + self.r[j]:
                     return False
-        for pc, pr in zip(self.placed_x, self.placed_r):
-            d = min_image((c - pc)[None], self.period)[0]
-            if float(np.sqrt(d @ d)) < r + pr:
+        for j in self._near_placed(c):
+            d = min_image((c - self.placed_x[j])[None], self.period)[0]
+            if float(np.sqrt(d @ d)) < r + self.placed_r[j]:
                 return False
         for n0, n1, n2, off in self.planes:
             n = np.array([n0, n1, n2])
@@ -401,7 +451,11 @@ class Obstacles:
         return True
 
     def add(self, c, r) -> None:
-        self.placed_x.append(np.asarray(c, dtype=np.float64))
+        c = np.asarray(c, dtype=np.float64)
+        if 2.0 * (float(r) + self.reach) > self._edge * (1 + 1e-12):
+            raise ValueError(f"a placed particle of radius {r:g} is wider than the bins of {self._edge:g}")
+        self._grid.setdefault(self._cell(c), []).append(len(self.placed_x))
+        self.placed_x.append(c)
         self.placed_r.append(float(r))
 
 

@@ -189,6 +189,7 @@ class ParticleSystem:
         #: system (no ledger columns, each particle's state in the series of a small one).
         self.feeds = None if feeds is None else list(feeds)
         self.ledger = None if feeds is None else (Ledger() if ledger is None else ledger)
+        self.stage = None  # the stage of a staged run (granular.run.stages), kept in checkpoints
 
     @property
     def time(self) -> float:
@@ -271,7 +272,7 @@ class ParticleSystem:
         the particles due now that find room."""
         if not self.feeds:
             return
-        outlets = [f for f in self.feeds if isinstance(f, Outlet)]
+        outlets = [f for f in self.feeds if isinstance(f, Outlet) and f.active]
         if outlets:
             x = np.asarray(self.backend.to_host(self.state.x), dtype=np.float64)
             leave = np.zeros(self.model.n, dtype=bool)
@@ -282,8 +283,8 @@ class ParticleSystem:
             if leave.any():
                 self.edit(keep=~leave)
         for f in self.feeds:
-            if isinstance(f, Insertion):
-                add = f.draw(self.state.time, Obstacles(self.model, self.state))
+            if isinstance(f, Insertion) and f.active and f.due(self.state.time):
+                add = f.draw(self.state.time, Obstacles(self.model, self.state, f.radius[1] + f.gap))
                 if add is not None:
                     self.edit(add=add)
 
@@ -387,6 +388,8 @@ class ParticleSystem:
         meta = {"integrator": self.label, "health": self.health.start_values()}
         if self.ledger is not None:
             meta["feeds"] = {"ledger": self.ledger.get_state(), "each": [f.get_state() for f in self.feeds]}
+        if self.stage is not None:
+            meta["stage"] = dict(self.stage)
         return meta
 
     def _estimate(self):

@@ -33,6 +33,7 @@ from .folder import OutDirError, clear, plan_out_dir, resume_dir_problem, resume
 from .progress import long_run_refused
 from .scene import build_model, load_scene, scene_feeds
 from .simulation import BodyRun, Simulation
+from .stages import run_stages, stage_plan
 from .writers import checkpoint_path
 
 __all__ = ["cmd_run", "resume_command", "run_bodies", "run_scene"]
@@ -200,6 +201,7 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
     model, state, run, estimate = _particles(scene, args)
     try:
         feeds = scene_feeds(scene, str(getattr(args, "scene", "scene")))
+        stages = stage_plan(scene, str(getattr(args, "scene", "scene")))
     except SceneError as exc:
         raise Refused(str(exc)) from None
     if arrays is not None:
@@ -224,7 +226,11 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
               f"steps {state.step} to {total} of dt = {run.dt:g} (t = {total * run.dt:.6g}); stable-step estimate "
               f"{estimate.describe()}{unstable}", file=sys.stderr)  # fmt: skip
     try:
-        info = sim.execute(state, total, resumed=arrays is not None, health_start=meta.get("health"))
+        if stages:
+            info = run_stages(sim, stages, total, resumed=arrays is not None, health_start=meta.get("health"),
+                              where=meta.get("stage"))  # fmt: skip
+        else:
+            info = sim.execute(state, total, resumed=arrays is not None, health_start=meta.get("health"))
     except IntegrationError as exc:
         _failed(exc, sim.info or {}, out)
         return 1

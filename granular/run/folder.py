@@ -24,7 +24,7 @@ from ..io.jsonio import dumps, encode, loads
 
 #: What ``granular run`` writes into ``--out``.
 RUN_FILES = frozenset({"frames.pvd", "frames", "series.csv", "run.json", "plots", "checkpoints", "walls.vtu",
-                       "walls.pvd", "walls", "walls.csv"})  # fmt: skip
+                       "walls.pvd", "walls", "walls.csv", "meshes.pvd", "meshes", "fragments.csv"})  # fmt: skip
 #: What ``granular ensemble`` writes into ``--out``.
 ENSEMBLE_FILES = frozenset({"summaries.npz", "summaries.parquet", "histograms.png", "ensemble.json", "subsample",
                             "chunks"})  # fmt: skip

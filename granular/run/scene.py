@@ -401,7 +401,19 @@ class CylinderShape(_Strict):
     caps: bool = True
 
 
-MeshShape = Annotated[Union[RectangleShape, BoxShape, CylinderShape], Field(discriminator="kind")]
+class AnnulusShape(_Strict):
+    """A flat ring between two circles about ``axis`` through ``center``: a plate with a
+    round hole (a hopper's bottom and outlet)."""
+
+    kind: Literal["annulus"]
+    outer: Positive
+    inner: Positive
+    segments: Annotated[int, Field(ge=3, le=100000)] = 64
+    center: Vec3 = [0.0, 0.0, 0.0]
+    axis: Vec3 = [0.0, 0.0, 1.0]
+
+
+MeshShape = Annotated[Union[RectangleShape, BoxShape, CylinderShape, AnnulusShape], Field(discriminator="kind")]
 
 
 class MeshTable(_Moving):
@@ -437,6 +449,8 @@ class MeshTable(_Moving):
             mesh = TriangleMesh.rectangle(sh.center, sh.u, sh.v, divisions=sh.divisions)
         elif sh.kind == "box":
             mesh = TriangleMesh.box(sh.lo, sh.hi)
+        elif sh.kind == "annulus":
+            mesh = TriangleMesh.annulus(sh.outer, sh.inner, sh.segments, center=sh.center, axis=sh.axis)
         else:
             mesh = TriangleMesh.cylinder(sh.radius, sh.length, sh.segments, center=sh.center, axis=sh.axis,
                                          caps=sh.caps)  # fmt: skip
@@ -484,6 +498,7 @@ class InsertTable(_Strict):
     (:class:`~granular.particles.feeds.Insertion`), into a ``box`` ``[lo, hi]`` or a
     ``cylinder``."""
 
+    name: Annotated[str, Field(min_length=1)] | None = None
     box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
     cylinder: CylinderRegion | None = None
     radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = Field(
@@ -506,9 +521,24 @@ class OutletTable(_Strict):
     """``[[outlets]]``: particles whose centres are in a ``box`` or ``cylinder`` (or, with
     ``inside = false``, outside it) leave the run (:class:`~granular.particles.feeds.Outlet`)."""
 
+    name: Annotated[str, Field(min_length=1)] | None = None
     box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
     cylinder: CylinderRegion | None = None
     inside: bool = True
+
+
+class StageTable(_Strict):
+    """``[[stages]]``: one stage of the run: how long it lasts (``duration``, or ``until``
+    an absolute time; ``kinetic_below`` ends it early once the kinetic energy falls below
+    that), and which ``[[insert]]`` and ``[[outlets]]`` (by name) act in it (default:
+    every one)."""
+
+    name: Annotated[str, Field(min_length=1)] | None = None
+    duration: Positive | None = None
+    until: Positive | None = None
+    kinetic_below: Positive | None = None
+    insert: list[str] | None = None
+    outlets: list[str] | None = None
 
 
 class Scene(_Strict):
@@ -529,6 +559,7 @@ class Scene(_Strict):
     periodic: PeriodicTable | None = Field(None, description="the periodic box: x, y, z as [lo, hi] (a table)")
     insert: list[InsertTable] = []
     outlets: list[OutletTable] = []
+    stages: list[StageTable] = []
     fields: FieldsTable = FieldsTable()
     _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
 

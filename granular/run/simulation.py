@@ -204,6 +204,7 @@ class Simulation:
         self.feeds = None if feeds is None else list(feeds)
         self.ledger = None if feeds is None else Ledger()
         self.feed_every = self.run_table.feed_every  # checked with the [run] table
+        self.stage = None  # in a staged run: {"index", "start", "name"} (granular.run.stages)
         if model.builder is None and feeds is not None:
             raise ValueError("feeds: the model was not made by ModelBuilder.finalize; its particle set cannot change")
 
@@ -312,6 +313,7 @@ class Simulation:
         system = ParticleSystem(self.model, state, self.integrator, self.energy_tolerance, health_start,
                                 self.stable_step, fragments=self.run_table.fragments, feeds=self.feeds,
                                 ledger=self.ledger)  # fmt: skip
+        system.stage = self.stage
         writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict, self.feed_steps)
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
         self._written = True

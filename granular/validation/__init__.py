@@ -17,6 +17,7 @@ STUDIES = {
     "pile": "granular.validation.pile",
     "agglomerate": "granular.validation.agglomerate",
     "drum": "granular.validation.drum",
+    "hopper": "granular.validation.hopper",
 }
 
 

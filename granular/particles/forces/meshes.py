@@ -23,6 +23,18 @@ from kernels.meshes import GEO_COS_SMOOTH, GEO_DIMS, GEO_INV_CELL, GEO_ORIGIN, G
 UNITS = {"m": 1.0, "cm": 1e-2, "mm": 1e-3, "um": 1e-6, "in": 0.0254, "ft": 0.3048}
 
 
+def _circle(axis, n):
+    """The unit ``axis`` and ``n`` unit vectors around it, evenly spaced (the vertices of
+    a regular polygon about it)."""
+    e3 = np.asarray(axis, dtype=np.float64)
+    e3 = e3 / np.linalg.norm(e3)
+    e1 = np.cross(e3, [1.0, 0.0, 0.0] if abs(e3[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(e3, e1)
+    phi = 2 * np.pi * np.arange(n) / n
+    return e3, np.cos(phi)[:, None] * e1 + np.sin(phi)[:, None] * e2
+
+
 class TriangleMesh:
     """Vertices ``(V, 3)`` and triangles ``(T, 3)`` (indices into the vertices), float64.
 
@@ -104,13 +116,8 @@ class TriangleMesh:
         if not (radius > 0 and length > 0 and int(segments) >= 3):
             raise ValueError(f"mesh {name}: radius and length must be > 0 and segments >= 3")
         n = int(segments)
-        e3 = np.asarray(axis, dtype=np.float64)
-        e3 = e3 / np.linalg.norm(e3)
-        e1 = np.cross(e3, [1.0, 0.0, 0.0] if abs(e3[0]) < 0.9 else [0.0, 1.0, 0.0])
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(e3, e1)
-        phi = 2 * np.pi * np.arange(n) / n
-        ring = radius * (np.cos(phi)[:, None] * e1 + np.sin(phi)[:, None] * e2)
+        e3, unit = _circle(axis, n)
+        ring = radius * unit
         c = np.asarray(center, dtype=np.float64)
         lo, hi = c - 0.5 * length * e3, c + 0.5 * length * e3
         pts = [lo + ring, hi + ring]
@@ -121,6 +128,24 @@ class TriangleMesh:
             pts += [lo[None], hi[None]]
             tri += [np.stack([np.full(n, 2 * n), k1, k], 1), np.stack([np.full(n, 2 * n + 1), n + k, n + k1], 1)]
         return cls(np.concatenate(pts), np.concatenate(tri), name=name)
+
+    @classmethod
+    def annulus(cls, outer, inner, segments=64, center=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0),
+                name="annulus") -> TriangleMesh:  # fmt: skip
+        """The flat ring between the circles of radii ``inner`` and ``outer`` about ``axis``
+        through ``center`` (vertices on both circles, ``segments`` around): a plate with
+        a round hole, a hopper's bottom with its outlet."""
+        if not (0 < inner < outer and int(segments) >= 3):
+            raise ValueError(f"mesh {name}: need 0 < inner < outer and segments >= 3, got inner {inner!r}, "
+                             f"outer {outer!r}, segments {segments!r}")  # fmt: skip
+        n = int(segments)
+        _, unit = _circle(axis, n)
+        c = np.asarray(center, dtype=np.float64)
+        pts = np.concatenate([c + inner * unit, c + outer * unit])
+        k = np.arange(n)
+        k1 = (k + 1) % n
+        tri = np.concatenate([np.stack([k, n + k, n + k1], 1), np.stack([k, n + k1, k1], 1)])
+        return cls(pts, tri, name=name)
 
     @classmethod
     def box(cls, lo, hi, name="box") -> TriangleMesh:
@@ -265,11 +290,28 @@ def bins(vertices, triangles, margin: float, max_cells: int = 1 << 21):
     return geo, first, tris[order].astype(np.int32)
 
 
+#: The last few packings (:func:`pack`): a run whose particle set changes builds its model
+#: again at each edit with the same meshes, whose binning is the costly part.
+_PACKED: list = []
+
+
 def pack(meshes, margin: float):
     """The kernel arrays of ``meshes`` (a list of ``(TriangleMesh, smooth_angle_deg,
     center)``): ``tri`` (T, 12), ``geo`` (M, GEO_WIDTH), the first cell of each (M,),
     ``cell_first``, ``cell_tri`` (triangle indices global over the meshes), and the first
-    triangle of each mesh (M+1,)."""
+    triangle of each mesh (M+1,). The same meshes (the same objects, angles and centres)
+    with the same margin give copies of the arrays packed before."""
+    for key, key_margin, arrays in _PACKED:
+        if key_margin == margin and len(key) == len(meshes) and all(
+                a[0] is b[0] and a[1] == b[1] and np.array_equal(a[2], b[2]) for a, b in zip(key, meshes)):  # fmt: skip
+            return tuple(a.copy() for a in arrays)
+    arrays = _pack(meshes, margin)
+    _PACKED.insert(0, (tuple((m, s, np.array(c, dtype=np.float64)) for m, s, c in meshes), margin, arrays))
+    del _PACKED[4:]
+    return tuple(a.copy() for a in arrays)
+
+
+def _pack(meshes, margin: float):
     tri, geo, cell0, firsts, cell_tris, tri0 = [], [], [], [np.zeros(1, np.int64)], [], [0]
     ncell = nk = 0
     for mesh, smooth, center in meshes:
