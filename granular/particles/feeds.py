@@ -49,7 +49,7 @@ from kernels.layout import FAMILY_GRAVITY
 from .forces.laws import reach
 from .forces.materials import sphere_mass
 from .forces.meshes import closest_points
-from .neighbors import min_image
+from .neighbors import box_coordinates, min_image
 from .placement import near_pairs
 from .statefile import restore_state, state_arrays
 
@@ -361,13 +361,8 @@ class Obstacles:
         r = np.asarray(be.to_host(model.radius), dtype=np.float64)
         self.rmax = float(r.max()) if len(r) else 0.0
         self.x, self.r = x, r
-        if self.period is not None:
-            size = self.period[:, 1]
-            inside = np.where(size > 0, np.mod(x - self.period[:, 0], np.where(size > 0, size, 1.0)), x)
-            inside = np.where((size > 0) & (inside >= size), 0.0, inside)
-            self.tree = cKDTree(inside, boxsize=size) if len(x) else None
-        else:
-            self.tree = cKDTree(x) if len(x) else None
+        boxsize = None if self.period is None else self.period[:, 1]
+        self.tree = cKDTree(box_coordinates(x, self.period), boxsize=boxsize) if len(x) else None
         walls = model.force("walls")
         self.planes = np.zeros((0, 4)) if walls is None else walls.planes_now()
         self.meshes = []
@@ -391,7 +386,7 @@ class Obstacles:
         length ``L`` is cut into ``floor(L / edge)`` equal cells, numbered modulo)."""
         if self.period is None:
             return tuple(int(k) for k in np.floor(c / self._edge))
-        w = self._wrap(c)
+        w = box_coordinates(c, self.period)
         out = []
         for a in range(3):
             n = int(self._counts[a])
@@ -417,19 +412,12 @@ class Obstacles:
         for key in keys:
             yield from self._grid.get(key, ())
 
-    def _wrap(self, c):
-        if self.period is None:
-            return c
-        size = self.period[:, 1]
-        w = np.where(size > 0, np.mod(c - self.period[:, 0], np.where(size > 0, size, 1.0)), c)
-        return np.where((size > 0) & (w >= size), 0.0, w)
-
     def clear(self, c, r) -> bool:
         """Whether a sphere of radius ``r`` at ``c`` touches nothing (nor comes within
         the contact law's reach of anything)."""
         r = r + self.reach
         if self.tree is not None:
-            for j in self.tree.query_ball_point(self._wrap(c), r + self.rmax):
+            for j in self.tree.query_ball_point(box_coordinates(c, self.period), r + self.rmax):
                 d = min_image((c - self.x[j])[None], self.period)[0]
                 if float(np.sqrt(d @ d)) < r + self.r[j]:
                     return False

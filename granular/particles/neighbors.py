@@ -74,6 +74,18 @@ def min_image(d, period):
     return d - k * p[:, 1]
 
 
+def box_coordinates(x, period):
+    """Host positions ``x`` (..., 3) put into ``[0, L)`` from the box's ``lo`` along the
+    periodic axes of ``period`` (host rows ``(lo, L, 1/L)``), left as they are along the
+    others (a k-d tree with ``boxsize`` takes them so); empty ``period``: unchanged."""
+    if period is None or len(period) == 0:
+        return x
+    p = np.asarray(period, dtype=np.float64).reshape(3, 3)
+    size = p[:, 1]
+    inside = np.where(size > 0, np.mod(x - p[:, 0], np.where(size > 0, size, 1.0)), x)
+    return np.where((size > 0) & (inside >= size), 0.0, inside)  # mod's round-up to L
+
+
 def _buckets_for(n: int) -> int:
     return 1 << max(6, int(math.ceil(math.log2(max(n, 1)))))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .neighbors import min_image
+from .neighbors import box_coordinates, min_image
 
 #: Two particles closer than this fraction of their radii sum are at the same position.
 COINCIDENT = 1e-9
@@ -37,10 +37,7 @@ def near_pairs(x, cutoff, period=None):
         return np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3))
     if period is not None and len(period):
         p = np.asarray(period, dtype=np.float64).reshape(3, 3)
-        size = p[:, 1]
-        inside = np.where(size > 0, np.mod(x - p[:, 0], np.where(size > 0, size, 1.0)), x)
-        inside = np.where((size > 0) & (inside >= size), 0.0, inside)  # mod's round-up to L
-        tree = cKDTree(inside, boxsize=size)
+        tree = cKDTree(box_coordinates(x, p), boxsize=p[:, 1])
     else:
         p = None
         tree = cKDTree(x)

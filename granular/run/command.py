@@ -213,7 +213,10 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
                      graphs=run.graphs and not getattr(args, "eager", False), allow_unstable_step=True,
                      overwrite=bool(getattr(args, "overwrite", False)), resume=arrays is not None, feeds=feeds)  # fmt: skip
     if arrays is not None:
-        _restore(lambda m: restore_feeds(sim.feeds, sim.ledger, m.get("feeds")), model.backend.name, meta, meta)
+        try:
+            restore_feeds(sim.feeds, sim.ledger, meta.get("feeds"))
+        except ValueError as exc:
+            raise Refused(f"granular run: --resume: {exc}") from None
     sim.preflight(total, state.step)
     if not quiet and not log_json:
         unstable = " (above it: allowed by request)" if run.dt > estimate.h_max else ""

@@ -203,7 +203,6 @@ class Simulation:
         self.runner = None
         self.feeds = None if feeds is None else list(feeds)
         self.ledger = None if feeds is None else Ledger()
-        self.feed_every = self.run_table.feed_every  # checked with the [run] table
         self.stage = None  # in a staged run: {"index", "start", "name"} (granular.run.stages)
         if model.builder is None and feeds is not None:
             raise ValueError("feeds: the model was not made by ModelBuilder.finalize; its particle set cannot change")
@@ -213,9 +212,8 @@ class Simulation:
         """Steps between the feeds' edits (0: a closed system)."""
         if self.feeds is None:
             return 0
-        if self.feed_every is None:
-            return 100
-        return max(1, int(round(self.feed_every / self.run_table.dt)))
+        every = self.run_table.feed_every
+        return 100 if every is None else max(1, int(round(every / self.run_table.dt)))
 
     @classmethod
     def resume(cls, model, checkpoint, out=None, **kwargs) -> "Simulation":
