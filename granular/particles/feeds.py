@@ -46,14 +46,19 @@ import numpy as np
 
 from kernels.layout import FAMILY_GRAVITY
 
+from .. import rotations
+from ..errors import StepSizeError
+from .builder import ModelBuilder
 from .forces.laws import reach
 from .forces.materials import sphere_mass
 from .forces.meshes import closest_points
 from .neighbors import box_coordinates, min_image
 from .placement import near_pairs
+from .stability import estimate_stable_step
 from .statefile import restore_state, state_arrays
 
-__all__ = ["Box", "Cylinder", "Insertion", "Ledger", "Obstacles", "Outlet", "match", "particle_set", "resize", "restore_feeds"]
+__all__ = ["Box", "Cluster", "Cylinder", "Insertion", "Ledger", "Obstacles", "Outlet", "match", "particle_set", "resize", "restore_feeds",
+           "check_stable_step", "insertion_step"]
 
 
 def _vector(name, value) -> np.ndarray:
@@ -136,6 +141,203 @@ class Cylinder:
                 f"length={self.length:g})")  # fmt: skip
 
 
+#: The columns of a bond family as :class:`~granular.particles.builder.ModelBuilder`
+#: keeps them after a bond's ends: ``ka, ks, km, strain_max, angle_max, form, kt`` and
+#: the four of ``crit`` (a checkpoint's ``bond_family`` rows).
+_FAMILY_WIDTH = 11
+
+
+def _family_rows(call) -> np.ndarray:
+    """(B, 11) float64: a builder bond call's family columns."""
+    a = call[0]
+    cols = [np.asarray(c, dtype=np.float64).reshape(len(a), -1) for c in call[2:]]
+    return np.concatenate(cols, axis=1)
+
+
+def _family_call(a, b, rows):
+    """A builder bond call of the pairs ``a``, ``b`` with the family ``rows`` ((B, 11))."""
+    rows = np.asarray(rows, dtype=np.float64).reshape(len(a), _FAMILY_WIDTH)
+    return (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), rows[:, 0].copy(), rows[:, 1].copy(),
+            rows[:, 2].copy(), rows[:, 3].copy(), rows[:, 4].copy(), rows[:, 5].astype(np.int8), rows[:, 6].copy(),
+            rows[:, 7:11].copy())  # fmt: skip
+
+
+class Cluster:
+    """A bonded cluster that an :class:`Insertion` puts in whole: a template of particles
+    and the bonds among them (a torus, an agglomerate, a specimen read from a file).
+
+    Each copy is the template turned about its centre of mass (by a random rotation, or
+    none) and moved to a point of the insertion's region; its particles keep their
+    positions relative to each other, so every bond starts at its rest length and rest
+    angles and holds no energy (its rest state is taken where the copy is placed).
+
+    Parameters
+    ----------
+    x : array_like, (K, 3) float
+        The particles' centres [L], in any frame (the copies are placed by their centre
+        of mass).
+    radius : float or array_like, (K,) float
+        Radii [L], > 0.
+    material : str or sequence of str, optional
+        A material of the run's builder, for all particles or one per particle: the
+        contact law's material, and (without ``mass``) the density of solid spheres.
+    density : float, optional
+        [M/L³] of solid spheres, without a material.
+    mass, inertia : float or array_like, (K,) float, optional
+        Given explicitly in place of solid spheres' (``inertia`` default ``2/5 m r²``).
+    orientation : array_like, (K, 4) float, optional
+        The particles' orientations in the template (default the identity).
+    bonds : array_like, (B, 2) int, optional
+        Pairs of particles (0 .. K-1) to bond.
+    family : dict, optional
+        The bonds' keywords: those of :meth:`ModelBuilder.add_bonds
+        <granular.particles.builder.ModelBuilder.add_bonds>` (``ka``, ``ks``, ``km``,
+        ``strain_max``, ``angle_max``), or, with ``form="parallel"``, those of
+        :meth:`~granular.particles.builder.ModelBuilder.add_parallel_bonds`.
+
+    :meth:`from_builder` takes a cluster, bonds included, from a builder (a torus made by
+    :func:`~granular.particles.shapes.add_torus`, a packing bonded where it touches).
+    """
+
+    def __init__(self, x, radius, material=None, *, density=None, mass=None, inertia=None, orientation=None,
+                 bonds=None, family=None):  # fmt: skip
+        xa = np.asarray(x, dtype=np.float64)
+        if xa.ndim != 2 or xa.shape[1] != 3 or len(xa) < 1 or not np.isfinite(xa).all():
+            raise ValueError(f"x: expected the (K, 3) finite centres of K >= 1 particles, got shape {xa.shape}")
+        k = len(xa)
+        names = [material] * k if material is None or isinstance(material, str) else list(material)
+        if len(names) != k or not all(m is None or isinstance(m, str) for m in names):
+            raise ValueError(f"material: a material's name, or one per particle ({k}), got {material!r}")
+        if mass is None and (density is None) == all(m is None for m in names):
+            raise ValueError("material or density: give one (the particles' mass and inertia come from it), "
+                             "or give mass")  # fmt: skip
+        if density is not None and any(m is not None for m in names):
+            raise ValueError("material or density: give one, not both")
+        t = ModelBuilder()
+        try:
+            t.add_particles(xa, radius=radius, orientation=orientation,
+                            mass=1.0 if mass is None else mass, inertia=1.0 if inertia is None else inertia)  # fmt: skip
+        except ValueError as exc:
+            raise ValueError(f"cluster: {exc}") from None
+        self.density = None if density is None else _positive("density", density)
+        self._init(xa, t._radius[0], t._q[0], names, None if mass is None else t._mass[0],
+                   None if inertia is None else t._inertia[0], [])  # fmt: skip
+        if bonds is not None:
+            fam = dict(family or {})
+            form = fam.pop("form", "paper")
+            try:
+                if form == "parallel":
+                    t.add_parallel_bonds(np.asarray(bonds), **fam)
+                elif form == "paper":
+                    t.add_bonds(np.asarray(bonds), **fam)
+                else:
+                    raise ValueError(f"family: form 'paper' or 'parallel', got {form!r}")
+            except TypeError as exc:
+                raise ValueError(f"family: {exc}") from None
+            self.bonds = list(t._bonds)
+        elif family is not None:
+            raise ValueError("family: given without bonds (the pairs it bonds)")
+
+    def _init(self, x, radius, q, names, mass, inertia, bonds):
+        self.x = np.asarray(x, dtype=np.float64)
+        self.radius = np.asarray(radius, dtype=np.float64)
+        self.q = np.asarray(q, dtype=np.float64)
+        self.material = list(names)
+        self.mass, self.inertia = mass, inertia
+        self.bonds = bonds  # builder bond calls (a, b, *family columns), a < b local
+        # the extent about the centre of the spheres' volume (the centre of mass of one density)
+        w = self.radius**3 if mass is None else np.asarray(mass, dtype=np.float64)
+        c = (w[:, None] * self.x).sum(axis=0) / w.sum()
+        self.extent = float((np.linalg.norm(self.x - c, axis=1) + self.radius).max())
+
+    @classmethod
+    def from_builder(cls, builder, particles=None) -> Cluster:
+        """The cluster of ``builder``'s particles ``particles`` (indices; default all) and
+        the bonds among them, with the masses, inertias, orientations and materials
+        (by name) they have there. A bond from one of them to a particle left out, and a
+        pendulum, are refused."""
+        n = builder.particle_count
+        if n == 0:
+            raise ValueError("cluster: the builder has no particles")
+        mask = np.ones(n, dtype=bool)
+        if particles is not None:
+            idx = np.asarray(particles)
+            if idx.dtype.kind not in "iu" or idx.ndim != 1 or not len(idx) or ((idx < 0) | (idx >= n)).any():
+                raise ValueError(f"particles: indices of the builder's particles (0..{n - 1}), got {particles!r}")
+            mask = np.zeros(n, dtype=bool)
+            mask[idx] = True
+        for call in builder._bonds:
+            a, b = call[0], call[1]
+            split = mask[a] != mask[b]
+            if split.any():
+                k = int(np.argmax(split))
+                raise ValueError(f"cluster: a bond joins particle {int(a[k])} to particle {int(b[k])}, one of them "
+                                 "not in the cluster")  # fmt: skip
+        sub, _ = builder._subset(mask)
+        if sub._pendula:
+            raise ValueError("cluster: a particle of it hangs on a pendulum")
+        cat = np.concatenate
+        names = {index: name for name, (index, _) in builder._materials.items()}
+        mats = [names.get(int(m)) for m in cat(sub._mat)]
+        out = cls.__new__(cls)
+        out.density = None
+        out._init(cat(sub._x), cat(sub._radius), cat(sub._q), mats, cat(sub._mass), cat(sub._inertia),
+                  list(sub._bonds))  # fmt: skip
+        return out
+
+    @property
+    def n(self) -> int:
+        """Particles of one copy."""
+        return len(self.x)
+
+    @property
+    def n_bonds(self) -> int:
+        return int(sum(len(c[0]) for c in self.bonds))
+
+    @property
+    def can_break(self) -> bool:
+        """Whether a bond of it can break (as :class:`~granular.particles.forces.Bonds` decides)."""
+        if not self.bonds:
+            return False
+        rows = np.concatenate([_family_rows(c) for c in self.bonds])
+        return bool(np.isfinite(rows[:, 3]).any() or np.isfinite(rows[:, 4]).any()
+                    or (rows[rows[:, 5] != 0, 7:11] > 0).any())  # fmt: skip
+
+    def resolve(self, builder) -> SimpleNamespace:
+        """The template in the run's terms: masses and inertias (from the materials of
+        ``builder`` where not given), the centres relative to the centre of mass ``x``,
+        the extent about it, and the bond calls."""
+        m = np.empty(self.n)
+        inertia = np.empty(self.n)
+        for i, name in enumerate(self.material):
+            if self.mass is not None:
+                continue
+            if name is not None:
+                if name not in builder._materials:
+                    raise ValueError(f"material: no material named {name!r} in the model; defined: "
+                                     f"{sorted(builder._materials)}")  # fmt: skip
+                mi, ji = sphere_mass(builder._materials[name][1], self.radius[i])
+                m[i], inertia[i] = float(mi), float(ji)
+            else:
+                m[i] = self.density * 4.0 / 3.0 * math.pi * self.radius[i] ** 3
+                inertia[i] = 0.4 * m[i] * self.radius[i] ** 2
+        if self.mass is not None:
+            m = np.asarray(self.mass, dtype=np.float64).copy()
+            inertia = 0.4 * m * self.radius**2 if self.inertia is None else np.asarray(self.inertia, np.float64).copy()
+        for name in self.material:
+            if name is not None and name not in builder._materials:
+                raise ValueError(f"material: no material named {name!r} in the model; defined: "
+                                 f"{sorted(builder._materials)}")  # fmt: skip
+        com = (m[:, None] * self.x).sum(axis=0) / m.sum()
+        x = self.x - com
+        extent = float((np.linalg.norm(x, axis=1) + self.radius).max())
+        return SimpleNamespace(x=x, radius=self.radius, mass=m, inertia=inertia, q=self.q, material=self.material,
+                               extent=extent, total=float(m.sum()), bonds=self.bonds)  # fmt: skip
+
+    def __repr__(self):
+        return f"Cluster({self.n} particles, {self.n_bonds} bonds)"
+
+
 def _region(value):
     if not isinstance(value, (Box, Cylinder)):
         raise ValueError(f"region: a Box or a Cylinder, got {type(value).__name__}")
@@ -150,17 +352,25 @@ class Insertion:
     region : Box or Cylinder
         Where the centres are drawn (each particle wholly inside).
     radius : float or (float, float)
-        The radius [L], or the bounds of a uniform distribution of radii.
+        The radius [L], or the bounds of a uniform distribution of radii (not with
+        ``cluster``).
     material : str, optional
         A material of the model's builder (mass ``ρ 4/3 π r³``, inertia ``2/5 m r²``);
         else ``density`` gives them.
+    cluster : Cluster, optional
+        Insert copies of this bonded cluster in place of single spheres: each copy is
+        placed whole (every particle clear of everything, the copy wholly inside the
+        region), turned about its centre of mass by a random rotation (``orientation``
+        ``"random"``) or not, and moves off as a rigid body at ``velocity``; its bonds
+        join the model, at rest. ``rate`` and ``total`` count copies, ``mass_rate``
+        mass; the ledger counts particles.
     density : float, optional
         [M/L³] without a material.
     rate, mass_rate : float, optional
-        Particles per unit time [1/T], or mass per unit time [M/T], from ``start`` to
-        ``stop``. Neither: all of ``total`` as soon as there is room.
+        Particles (or clusters) per unit time [1/T], or mass per unit time [M/T], from
+        ``start`` to ``stop``. Neither: all of ``total`` as soon as there is room.
     total : int, optional
-        The most particles it inserts (required without a rate).
+        The most particles (or clusters) it inserts (required without a rate).
     start, stop : float
         The times [T] between which it pours (default from 0, without end).
     velocity : (3,) float
@@ -175,17 +385,31 @@ class Insertion:
         The least distance [L] between an inserted particle's surface and anything else.
     """
 
-    def __init__(self, region, radius, material=None, *, density=None, rate=None, mass_rate=None, total=None,
-                 start=0.0, stop=math.inf, velocity=(0.0, 0.0, 0.0), orientation="random", seed=0, attempts=50,
-                 gap=0.0):  # fmt: skip
+    def __init__(self, region, radius=None, material=None, *, cluster=None, density=None, rate=None,
+                 mass_rate=None, total=None, start=0.0, stop=math.inf, velocity=(0.0, 0.0, 0.0), orientation="random",
+                 seed=0, attempts=50, gap=0.0):  # fmt: skip
         self.region = _region(region)
-        r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
-        if r.shape not in ((1,), (2,)) or not np.isfinite(r).all() or (r <= 0).any() or r[-1] < r[0]:
-            raise ValueError(f"radius: a radius > 0 or bounds (lo, hi) with 0 < lo <= hi, got {radius!r}")
-        self.radius = (float(r[0]), float(r[-1]))
-        if not self.region.fits(self.radius[1]):
-            raise ValueError(f"region: {self.region!r} is too small for a particle of radius {self.radius[1]:g}")
-        if (material is None) == (density is None):
+        self.cluster = cluster
+        if cluster is not None:
+            if not isinstance(cluster, Cluster):
+                raise ValueError(f"cluster: a Cluster, got {type(cluster).__name__}")
+            for name, value in (("radius", radius), ("material", material), ("density", density)):
+                if value is not None:
+                    raise ValueError(f"{name}: a cluster's particles carry their own; leave {name} out")
+            self.radius = (float(cluster.radius.min()), float(cluster.radius.max()))
+            if not self.region.fits(cluster.extent):
+                raise ValueError(f"region: {self.region!r} is too small for the cluster (it reaches "
+                                 f"{cluster.extent:g} from its centre)")  # fmt: skip
+        elif radius is None:
+            raise ValueError("radius: required (or give a cluster)")
+        else:
+            r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
+            if r.shape not in ((1,), (2,)) or not np.isfinite(r).all() or (r <= 0).any() or r[-1] < r[0]:
+                raise ValueError(f"radius: a radius > 0 or bounds (lo, hi) with 0 < lo <= hi, got {radius!r}")
+            self.radius = (float(r[0]), float(r[-1]))
+            if not self.region.fits(self.radius[1]):
+                raise ValueError(f"region: {self.region!r} is too small for a particle of radius {self.radius[1]:g}")
+        if cluster is None and (material is None) == (density is None):
             raise ValueError("material or density: give one (the particles' mass and inertia come from it)")
         if material is not None and not isinstance(material, str):
             raise ValueError(f"material: a material's name, got {material!r}")
@@ -216,9 +440,10 @@ class Insertion:
         self.seed = int(seed)
         self.active = True  # whether it pours (a stage may stop it: granular.run.stages)
         self.rng = np.random.default_rng(self.seed)
-        self.count = 0  # particles inserted so far
+        self.count = 0  # particles (clusters) inserted so far
         self.mass = 0.0  # their mass
-        self.pending = None  # the radius of the next particle, drawn, not yet placed
+        self.pending = None  # the radius of the next particle (a cluster's rotation), drawn, not yet placed
+        self.step_checked = None  # (dt, scheme) of the last stable-step check passed (check_stable_step)
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> dict:
@@ -273,6 +498,8 @@ class Insertion:
         :class:`Obstacles`): a dict of host arrays ``x``, ``v``, ``q``, ``omega``,
         ``radius``, ``mass``, ``inertia`` and ``material`` (or None for none)."""
         builder = obstacles.builder
+        if self.cluster is not None:
+            return self._draw_clusters(time, obstacles)
         wanted = self.wanted(time)
         target_mass = None
         if wanted is None:
@@ -316,10 +543,81 @@ class Insertion:
                 "radius": np.array(out["radius"]), "mass": np.array(out["mass"]),
                 "inertia": np.array(out["inertia"]), "material": self.material}  # fmt: skip
 
+    def _target(self, time):
+        """``(wanted, target_mass)``: how many are due (by the rate or total), or, with a
+        mass rate, the mass due (``wanted`` then the most the total allows)."""
+        wanted = self.wanted(time)
+        target_mass = None
+        if wanted is None:
+            t = min(time, self.stop) - self.start
+            target_mass = self.mass_rate * t if t >= 0 else 0.0
+            wanted = math.inf if self.total is None else self.total - self.count
+        return wanted, target_mass
+
+    def _next_rotation(self) -> np.ndarray:
+        """The rotation of the next cluster (a unit quaternion), drawn once and kept until
+        it is placed."""
+        if self.orientation != "random":
+            return np.array([1.0, 0.0, 0.0, 0.0])
+        if self.pending is None:  # Shoemake's uniform quaternion
+            u = self.rng.random(3)
+            a, b = math.sqrt(1 - u[0]), math.sqrt(u[0])
+            self.pending = [a * math.cos(2 * math.pi * u[1]), a * math.sin(2 * math.pi * u[1]),
+                            b * math.sin(2 * math.pi * u[2]), b * math.cos(2 * math.pi * u[2])]  # fmt: skip
+        return np.asarray(self.pending, dtype=np.float64)
+
+    def _draw_clusters(self, time, obstacles) -> dict | None:
+        """:meth:`draw` for a cluster: whole copies, each clear of everything, and their
+        bonds (``bonds``: one builder bond call in the new particles' numbering)."""
+        t = self.cluster.resolve(obstacles.builder)
+        if not self.region.fits(t.extent):
+            raise ValueError(f"region: {self.region!r} is too small for the cluster (it reaches {t.extent:g} from "
+                             "its centre of mass)")  # fmt: skip
+        wanted, target_mass = self._target(time)
+        k = self.cluster.n
+        xs, qs, copies = [], [], 0
+        while copies < wanted:
+            if target_mass is not None and self.mass + t.total > target_mass * (1 + 1e-12):
+                break
+            rot = self._next_rotation()
+            arms = t.x @ rotations.quat_to_matrix(rot).T
+            placed = None
+            for _ in range(self.attempts):
+                c = self.region.sample(self.rng, t.extent)
+                p = c + arms
+                if all(obstacles.clear(p[i], t.radius[i] + self.gap) for i in range(k)):
+                    placed = p
+                    break
+            if placed is None:
+                break  # no room now: this cluster waits for the next event, turned the same way
+            for i in range(k):
+                obstacles.add(placed[i], t.radius[i])
+            xs.append(placed)
+            qs.append(rotations.quat_multiply(rot, t.q))
+            self.pending = None
+            self.count += 1
+            self.mass += t.total
+            copies += 1
+        if not copies:
+            return None
+        n = copies * k
+        bonds = []
+        if t.bonds:
+            rows = np.concatenate([_family_rows(c) for c in t.bonds])
+            a0 = np.concatenate([c[0] for c in t.bonds])
+            b0 = np.concatenate([c[1] for c in t.bonds])
+            shift = np.repeat(np.arange(copies, dtype=np.int64) * k, len(a0))
+            bonds = [_family_call(np.tile(a0, copies) + shift, np.tile(b0, copies) + shift, np.tile(rows, (copies, 1)))]
+        return {"x": np.concatenate(xs), "v": np.tile(self.velocity, (n, 1)), "q": np.concatenate(qs),
+                "omega": np.zeros((n, 3)), "radius": np.tile(t.radius, copies), "mass": np.tile(t.mass, copies),
+                "inertia": np.tile(t.inertia, copies), "material": list(t.material) * copies,
+                "bonds": bonds}  # fmt: skip
+
     def __repr__(self):
         how = (f"rate={self.rate:g}" if self.rate else f"mass_rate={self.mass_rate:g}" if self.mass_rate
                else f"total={self.total}")  # fmt: skip
-        return f"Insertion({self.region!r}, radius={self.radius}, {how})"
+        what = f"cluster={self.cluster!r}" if self.cluster is not None else f"radius={self.radius}"
+        return f"Insertion({self.region!r}, {what}, {how})"
 
 
 class Outlet:
@@ -466,11 +764,31 @@ class Ledger:
             out[f"P_removed_{a}"] = float(self.P_removed[c])
         return out
 
+    def pad(self, row, feeds) -> dict:
+        """Give ``row`` (a ``series.csv`` row of the open system) every column its series
+        has or may come to have: the bond energies ``U_m``, ``U_a``, ``U_s`` where an
+        insertion brings bonded clusters (and ``U_released``, ``damage``, ``fragments``,
+        ``largest_fragment`` where they can break), and every column an earlier row had
+        (the bonds of a run whose bonded particles all left), 0.0 where the model has
+        none now."""
+        for f in feeds or ():
+            cluster = getattr(f, "cluster", None)
+            if cluster is not None and cluster.bonds:
+                for k in ("U_m", "U_a", "U_s") + (("U_released", "damage", "fragments", "largest_fragment")
+                                                   if cluster.can_break else ()):  # fmt: skip
+                    row.setdefault(k, 0.0)
+        seen = getattr(self, "seen", None)
+        if seen:
+            for k in seen:
+                row.setdefault(k, 0.0)
+        self.seen = list(row)
+        return row
+
     def get_state(self) -> dict:
         return {**self.values, "P_inserted": self.P_inserted.tolist(), "P_removed": self.P_removed.tolist()}
 
     def set_state(self, state) -> None:
-        self.values = {k: float(state[k]) for k in self.FIELDS}
+        self.values = {k: float(state.get(k, 0.0)) for k in self.FIELDS}
         self.P_inserted = np.array(state["P_inserted"], dtype=np.float64)
         self.P_removed = np.array(state["P_removed"], dtype=np.float64)
 
@@ -484,8 +802,24 @@ def _rebuilt(model, keep, add):
     """The model of the particles ``keep`` of ``model`` and those of ``add`` after them
     (its builder's copy, finalized on the same backend and dtype without the placement
     checks), with the particles' numbers carried."""
+    nb = _builder_with(model, keep, add)
+    k = 0 if add is None else len(add["x"])
+    new = nb.finalize(model.backend, model.dtype, placement=False)
+    next_id = model.next_id
+    new.ids = np.concatenate([model.ids[keep], np.arange(next_id, next_id + k, dtype=np.int64)])
+    new.next_id = next_id + k
+    # the first number given to a particle that entered (the particles of the model the
+    # run started with have those below it)
+    new.first_entered = getattr(model, "first_entered", next_id)
+    return new
+
+
+def _builder_with(model, keep, add):
+    """A copy of ``model``'s builder with the particles ``keep`` and those of ``add``
+    (and their bonds) after them."""
     nb, _ = model.builder._subset(keep)
     k = 0 if add is None else len(add["x"])
+    n0 = nb._n
     if k:
         material = add.get("material")
         names = np.full(k, material, dtype=object) if material is None or isinstance(material, str) else \
@@ -500,11 +834,90 @@ def _rebuilt(model, keep, add):
                              mass=add["mass"][sl], inertia=add["inertia"][sl], radius=add["radius"][sl],
                              material=names[start])  # fmt: skip
             start = stop
-    new = nb.finalize(model.backend, model.dtype, placement=False)
-    next_id = model.next_id
-    new.ids = np.concatenate([model.ids[keep], np.arange(next_id, next_id + k, dtype=np.int64)])
-    new.next_id = next_id + k
-    return new
+        for call in add.get("bonds") or ():  # a cluster's bonds, in the new particles' numbering
+            a, b = np.asarray(call[0], dtype=np.int64) + n0, np.asarray(call[1], dtype=np.int64) + n0
+            if len(a) and (min(a.min(), b.min()) < n0 or max(a.max(), b.max()) >= n0 + k):
+                raise ValueError(f"add: a bond names a particle outside the {k} that enter")
+            nb._bonds.append((a, b, *call[2:]))
+            nb._bond_keys.append((np.minimum(a, b) << np.int64(32)) | np.maximum(a, b))
+            nb._bond_count += len(a)
+    return nb
+
+
+def _probe(model, state, ins):
+    """The particles ``ins`` brings that are hardest on the step: its smallest sphere,
+    or one copy of its cluster (unturned), at rest relative to the insertion's velocity,
+    placed clear of the particles present where there is room (a draw of its own
+    generator, seeded 0: the insertion's is left alone), else at the region's centre of
+    draws. An ``add`` dict (:func:`resize`)."""
+    obstacles = Obstacles(model, state, ins.radius[1] + ins.gap)
+    builder = model.builder
+    if ins.cluster is not None:
+        t = ins.cluster.resolve(builder)
+        arms, radius, mass, inertia, q = t.x, t.radius, t.mass, t.inertia, t.q
+        material, bonds, reach_ = list(t.material), [tuple(c) for c in t.bonds], t.extent
+    else:
+        r = ins.radius[0]
+        m, j = ins._masses(builder, r)
+        arms, radius, mass, inertia = np.zeros((1, 3)), np.array([r]), np.array([float(m)]), np.array([float(j)])
+        q, material, bonds, reach_ = np.array([[1.0, 0.0, 0.0, 0.0]]), ins.material, [], r
+    rng = np.random.default_rng(0)
+    centre = None
+    for _ in range(200):
+        c = ins.region.sample(rng, reach_)
+        if all(obstacles.clear(c + arms[i], radius[i] + ins.gap) for i in range(len(arms))):
+            centre = c
+            break
+    if centre is None:
+        centre = ins.region.sample(np.random.default_rng(0), reach_)
+    k = len(arms)
+    return {"x": centre + arms, "v": np.tile(ins.velocity, (k, 1)), "q": np.asarray(q, dtype=np.float64),
+            "omega": np.zeros((k, 3)), "radius": radius, "mass": mass, "inertia": inertia, "material": material,
+            "bonds": bonds}  # fmt: skip
+
+
+def insertion_step(model, state, ins, scheme="verlet"):
+    """The stable-step estimate (:func:`~granular.particles.stability.estimate_stable_step`)
+    of the particles present, where they are now, together with what the insertion
+    ``ins`` brings (:func:`_probe`: its smallest sphere or a copy of its cluster, at its
+    velocity). Returns ``(estimate, n)``: particles from ``n`` on are the insertion's."""
+    be = model.backend
+    add = _probe(model, state, ins)
+    probe = _builder_with(model, np.ones(model.n, dtype=bool), add).finalize("cpu", model.dtype, placement=False)
+    host = lambda a: np.asarray(be.to_host(a))  # noqa: E731
+    k_bonds = sum(len(c[0]) for c in add["bonds"])
+    at = SimpleNamespace(x=np.concatenate([host(state.x), add["x"]]), v=np.concatenate([host(state.v), add["v"]]),
+                         omega=np.concatenate([host(state.omega), add["omega"]]),
+                         broken=np.concatenate([host(state.broken), np.zeros(k_bonds, dtype=np.int8)]))  # fmt: skip
+    return estimate_stable_step(probe, at, scheme), model.n
+
+
+def check_stable_step(model, state, feeds, dt, scheme="verlet", allow_unstable_step=False, names=None) -> list:
+    """Check the step ``dt`` against what each insertion of ``feeds`` brings (smaller,
+    stiffer or lighter particles than any present lower the stable step): the estimate
+    of :func:`insertion_step` must not be below ``dt``. Raises
+    :class:`~granular.errors.StepSizeError` naming the insertion (``names[k]``, default
+    ``feeds[k]``), its particles and the largest ``dt`` allowed, unless
+    ``allow_unstable_step``. Each insertion is checked once for a ``(dt, scheme)``.
+    Returns the estimates made, as ``(insertion, estimate)``."""
+    out = []
+    for k, ins in enumerate(feeds or ()):
+        if not isinstance(ins, Insertion) or ins.step_checked == (float(dt), scheme):
+            continue
+        est, n = insertion_step(model, state, ins, scheme)
+        out.append((ins, est))
+        if dt > est.h_max and not allow_unstable_step:
+            name = names[k] if names is not None else f"feeds[{k}]"
+            what = (f"its cluster ({ins.cluster.n} particles of radius {ins.radius[0]:g} to {ins.radius[1]:g})"
+                    if ins.cluster is not None else f"its smallest particles (radius {ins.radius[0]:g})")  # fmt: skip
+            where = ("at a particle it brings" if est.particle is not None and est.particle >= n
+                     else "" if est.particle is None else f"at particle {est.particle}")  # fmt: skip
+            raise StepSizeError(f"{name}: {ins!r}: with {what} the stable-step estimate is {est.h_max:.3g}, from "
+                                f"the {est.mode} {where}, below dt = {dt:g}. Allowed: dt at most {est.h_max:.3g} "
+                                "(or larger, softer or heavier particles); or give allow_unstable_step=True "
+                                "to run it anyway")  # fmt: skip
+        ins.step_checked = (float(dt), scheme)
+    return out
 
 
 def restore_feeds(feeds, ledger, saved) -> None:
@@ -530,12 +943,27 @@ def particle_set(model) -> dict:
     index in the builder, -1 for none), and ``particle_next_id``."""
     be, b = model.backend, model.builder
     mat = np.concatenate(b._mat) if b is not None and b._mat else np.full(model.n, -1, np.int32)
-    return {"particle_ids": np.asarray(model.ids, dtype=np.int64),
-            "particle_radius": np.asarray(be.to_host(model.radius), dtype=np.float64),
-            "particle_mass": np.asarray(be.to_host(model.mass), dtype=np.float64),
-            "particle_inertia": np.asarray(be.to_host(model.inertia), dtype=np.float64),
-            "particle_material": np.asarray(mat, dtype=np.int32),
-            "particle_next_id": np.array([model.next_id], dtype=np.int64)}  # fmt: skip
+    out = {"particle_ids": np.asarray(model.ids, dtype=np.int64),
+           "particle_radius": np.asarray(be.to_host(model.radius), dtype=np.float64),
+           "particle_mass": np.asarray(be.to_host(model.mass), dtype=np.float64),
+           "particle_inertia": np.asarray(be.to_host(model.inertia), dtype=np.float64),
+           "particle_material": np.asarray(mat, dtype=np.int32),
+           "particle_next_id": np.array([model.next_id], dtype=np.int64)}  # fmt: skip
+    entered = np.asarray(model.ids) >= getattr(model, "first_entered", model.next_id)
+    if b is not None and entered.any():
+        # where the particles that entered were placed (a bond's rest state), and the
+        # bonds among them (those of the clusters), in the model's order
+        out["particle_x0"] = np.concatenate(b._x)[entered]
+        out["particle_q0"] = np.concatenate(b._q)[entered]
+        calls = [c for c in b._bonds if len(c[0])]
+        if calls:
+            a = np.concatenate([c[0] for c in calls])
+            bb = np.concatenate([c[1] for c in calls])
+            both = entered[a] & entered[bb]
+            if both.any():
+                out["bond_ids"] = np.stack([model.ids[a[both]], model.ids[bb[both]]], axis=1).astype(np.int64)
+                out["bond_family"] = np.concatenate([_family_rows(c) for c in calls])[both]
+    return out
 
 
 def match(model, arrays) -> None:
@@ -559,14 +987,21 @@ def match(model, arrays) -> None:
     add = None
     if k:
         x = np.asarray(arrays["x"], dtype=np.float64)[inserted]
-        add = {"x": x, "v": np.zeros((k, 3)), "q": np.tile([1.0, 0.0, 0.0, 0.0], (k, 1)), "omega": np.zeros((k, 3)),
+        q = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
+        if "particle_x0" in arrays:  # where they were placed: the rest state of their bonds
+            x, q = np.asarray(arrays["particle_x0"], dtype=np.float64), np.asarray(arrays["particle_q0"], np.float64)
+        add = {"x": x, "v": np.zeros((k, 3)), "q": q, "omega": np.zeros((k, 3)),
                "radius": np.asarray(arrays["particle_radius"])[inserted],
                "mass": np.asarray(arrays["particle_mass"])[inserted],
                "inertia": np.asarray(arrays["particle_inertia"])[inserted],
                "material": [names.get(int(m)) for m in np.asarray(arrays["particle_material"])[inserted]]}  # fmt: skip
+        if "bond_ids" in arrays:
+            local = np.searchsorted(ids[inserted], np.asarray(arrays["bond_ids"], dtype=np.int64))
+            add["bonds"] = [_family_call(local[:, 0], local[:, 1], arrays["bond_family"])]
     new = _rebuilt(model, keep, add)
     new.ids = ids.copy()
     new.next_id = int(np.asarray(arrays["particle_next_id"])[0])
+    new.first_entered = n0
     model.__dict__.clear()
     model.__dict__.update(new.__dict__)
 
@@ -584,16 +1019,36 @@ def _touching(model, x, keep) -> bool:
     return bool((mixed & (gap < extra)).any())
 
 
+def _pressing(model, add) -> bool:
+    """Whether two of the particles that enter (a cluster's) overlap, or come within the
+    contact law's reach of each other: then they push or pull at once."""
+    if model.law is None and model.force("contacts") is None:
+        return False
+    x, r = np.asarray(add["x"], dtype=np.float64), np.asarray(add["radius"], dtype=np.float64)
+    if len(x) < 2:
+        return False
+    extra = float(reach(model.law, float(r.max()))) if model.law is not None else 0.0
+    pairs, d = near_pairs(x, 2.0 * float(r.max()) + extra, model.period if model.period.shape[0] else None)
+    if not len(pairs):
+        return False
+    gap = np.linalg.norm(d, axis=1) - r[pairs[:, 0]] - r[pairs[:, 1]]
+    return bool((gap < extra).any())
+
+
 def resize(model, state, keep=None, add=None) -> None:
     """Edit the particle set of a run in place: keep the particles of the mask ``keep``
     (default all), then append those of ``add`` (a dict of host arrays ``x``, ``v``,
-    ``q``, ``omega``, ``radius``, ``mass``, ``inertia`` and a ``material`` name or None,
-    as :meth:`Insertion.draw` gives), and carry the state over (module docstring).
+    ``q``, ``omega``, ``radius``, ``mass``, ``inertia``, a ``material`` name or None (or
+    one per particle), and optionally ``bonds``: builder bond calls ``(a, b, *family)``
+    among them in their own numbering 0 .. K-1, as :meth:`Insertion.draw` gives), and
+    carry the state over (module docstring); new bonds enter intact.
     ``model`` and ``state`` are changed in place. The forces stay as they were for the
     particles that stay, so that taking out a particle that touches nothing changes
     nothing else, bit for bit; where a particle that leaves touched one that stays, they
     are evaluated again (at the step's velocities, not its predicted ones). Those that
-    enter touch nothing: gravity is their force."""
+    enter touch nothing: gravity is their force (a cluster's bonds start at rest, with no
+    force); where a cluster's own particles press on each other, the forces are
+    evaluated again."""
 
     builder = model.builder
     if builder is None:
@@ -620,8 +1075,12 @@ def resize(model, state, keep=None, add=None) -> None:
                 fill[...] = add[name]
             rows = np.concatenate([rows, fill])
         out[name] = rows
-    for name in ("broken", "released"):
-        out[name] = arrays[name][kept_bonds] if len(kept_bonds) else arrays[name][:0]
+    k_bonds = sum(len(c[0]) for c in (add or {}).get("bonds") or ())
+    for name in ("broken", "released"):  # a cluster's bonds enter intact, having released nothing
+        rows = arrays[name][kept_bonds] if len(kept_bonds) else arrays[name][:0]
+        if k_bonds:
+            rows = np.concatenate([rows, np.zeros((k_bonds,) + rows.shape[1:], dtype=rows.dtype)])
+        out[name] = rows
     if "contact_pairs" in arrays:
         index = np.cumsum(keep) - 1
         pairs = np.asarray(arrays["contact_pairs"], dtype=np.int64).reshape(-1, 2)
@@ -632,6 +1091,9 @@ def resize(model, state, keep=None, add=None) -> None:
     if not keep.all() and bool(arrays["counters"][1]) and _touching(model, arrays["x"], keep):
         out["counters"] = np.array(arrays["counters"])
         out["counters"][1] = 0  # a particle that left pressed on one that stays: evaluate the forces again
+    if k and bool(out["counters"][1]) and _pressing(new, add):
+        out["counters"] = np.array(out["counters"])
+        out["counters"][1] = 0  # a cluster's particles press on each other: evaluate the forces again
     fresh = new.state()
     # placeholders the new state may size differently (a walls' history width, per-particle rows)
     for name in _PER_PARTICLE:

@@ -224,6 +224,7 @@ class ParticleSystem:
         row = series_row(self.model, self.state, self.by_contacts, states=self.ledger is None)
         if self.ledger is not None:
             row.update(self.ledger.columns())
+            self.ledger.pad(row, self.feeds)  # the columns the series has or may come to have
         return row
 
     # ----------------------------------------------------------------- an open system

@@ -25,7 +25,7 @@ from ..bodies.scenes.systems import build_system
 from ..compiling import CompileNotice
 from ..errors import IntegrationError, Refused, SceneError
 from ..io import CheckpointError, load_checkpoint
-from ..particles.feeds import match, restore_feeds
+from ..particles.feeds import check_stable_step, match, restore_feeds
 from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
 from ..resources import ResourceError, check_body_memory, check_writable
@@ -209,6 +209,14 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
             _restore(lambda a: match(model, a), model.backend.name, arrays, meta)
             state = model.state()
         _restore(lambda a: restore_state(model, state, a), model.backend.name, arrays, meta)
+    if feeds:  # what the insertions bring against the step (the run's own check was _particles')
+        names = [f"outlets[{k}]" for k in range(len(scene.outlets))] + [f"insert[{k}]" for k in range(len(scene.insert))]
+        try:
+            check_stable_step(model, state, feeds, run.dt, run.integrator, names=names,
+                              allow_unstable_step=run.allow_unstable_step or getattr(args, "allow_unstable_step", False))
+        except ValueError as exc:
+            how = "--allow-unstable-step (or [run] allow_unstable_step = true)"
+            raise Refused(f"granular run: {str(exc).replace('allow_unstable_step=True', how)}") from None
     sim = Simulation(model, state, out, run, scene=scene_dict, quiet=quiet, log_json=log_json, stable_step=estimate,
                      graphs=run.graphs and not getattr(args, "eager", False), allow_unstable_step=True,
                      overwrite=bool(getattr(args, "overwrite", False)), resume=arrays is not None, feeds=feeds)  # fmt: skip

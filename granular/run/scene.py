@@ -25,7 +25,7 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
-from ..particles.feeds import Box, Cylinder, Insertion, Outlet
+from ..particles.feeds import Box, Cluster, Cylinder, Insertion, Outlet
 from ..particles.forces.meshes import TriangleMesh
 from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import near_pairs, overlap_problem, wall_problem
@@ -184,6 +184,7 @@ class MaterialPair(_Strict):
 
 class _Group(_Strict):
     name: Annotated[str, Field(min_length=1)] | None = None
+    template: bool = False  # true: not placed at the start; a cluster [[insert]] puts in copies of (by name)
     mass: Positive = 1.0
     inertia: Positive = 1.0
     material: Annotated[str, Field(min_length=1)] | None = None
@@ -496,15 +497,18 @@ Box2 = Annotated[list[Vec3], Field(min_length=2, max_length=2)]
 class InsertTable(_Strict):
     """``[[insert]]``: particles poured in during the run
     (:class:`~granular.particles.feeds.Insertion`), into a ``box`` ``[lo, hi]`` or a
-    ``cylinder``."""
+    ``cylinder``: spheres of ``radius`` and ``material`` (or ``density``), or copies of
+    the bonded ``cluster``, a ``[[particles]]`` group (with its bonds) marked
+    ``template = true``."""
 
     name: Annotated[str, Field(min_length=1)] | None = None
     box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
     cylinder: CylinderRegion | None = None
-    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] = Field(
-        description="a number > 0, or [lo, hi]: radii drawn uniformly between them")
+    radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="a number > 0, or [lo, hi]: radii drawn uniformly between them (or give cluster)")
     material: Annotated[str, Field(min_length=1)] | None = None
     density: Positive | None = None
+    cluster: Annotated[str, Field(min_length=1)] | None = None  # a [[particles]] group with template = true
     rate: Positive | None = None
     mass_rate: Positive | None = None
     total: Annotated[int, Field(ge=1)] | None = None
@@ -587,13 +591,19 @@ def scene_feeds(scene: Scene, source: str = "scene"):
             feeds.append(Outlet(_feed_region(t, f"outlets[{k}]"), inside=t.inside))
         except SceneError as exc:
             errors.extend(exc.errors)
+    clusters = {}
     for k, t in enumerate(scene.insert):
         try:
             if t.material is not None and t.material not in scene.materials:
                 raise ValueError(f"material: no material named {t.material!r}; defined: {sorted(scene.materials)}")
             region = _feed_region(t, f"insert[{k}]")
-            radius = t.radius if isinstance(t.radius, (int, float)) else tuple(t.radius)
-            feeds.append(Insertion(region, radius, t.material, density=t.density, rate=t.rate,
+            cluster = None
+            if t.cluster is not None:
+                if t.cluster not in clusters:
+                    clusters[t.cluster] = scene_cluster(scene, t.cluster, source)
+                cluster = clusters[t.cluster]
+            radius = t.radius if t.radius is None or isinstance(t.radius, (int, float)) else tuple(t.radius)
+            feeds.append(Insertion(region, radius, t.material, cluster=cluster, density=t.density, rate=t.rate,
                                    mass_rate=t.mass_rate, total=t.total, start=t.start,
                                    stop=math.inf if t.stop is None else t.stop, velocity=t.velocity,
                                    orientation=t.orientation, seed=t.seed, attempts=t.attempts, gap=t.gap))  # fmt: skip
@@ -604,6 +614,45 @@ def scene_feeds(scene: Scene, source: str = "scene"):
     if errors:
         raise SceneError(errors, source)
     return feeds
+
+
+def _insert_errors(scene: Scene, templates: set) -> list:
+    """The ``[[insert]]`` tables' fields that do not fit together: a cluster names a
+    template group and takes no radius, material or density; spheres need a radius."""
+    errors = []
+    for k, t in enumerate(scene.insert):
+        if t.cluster is None:
+            if t.radius is None:
+                errors.append((f"insert[{k}].radius", "required: the spheres' radius (or give cluster, the name of a "
+                               "template group)"))  # fmt: skip
+            continue
+        if t.cluster not in templates:
+            errors.append((f"insert[{k}].cluster", f"no template group named {t.cluster!r} (a [[particles]] group "
+                           f"with a name and template = true); template groups: {sorted(templates)}"))  # fmt: skip
+        for name in ("radius", "material", "density"):
+            if getattr(t, name) is not None:
+                errors.append((f"insert[{k}].{name}", "a cluster's particles carry their own (the template group's); "
+                               f"leave {name} out"))  # fmt: skip
+    return errors
+
+
+def scene_cluster(scene: Scene, name: str, source: str = "scene"):
+    """The :class:`~granular.particles.feeds.Cluster` of the template group ``name``: its
+    particles, built as the group says, and the bonds among them (its own, a torus's, and
+    those of the ``[[bonds]]`` tables whose ``groups`` name it)."""
+    group = next(g for g in scene.particles if g.name == name)
+    bonds = [bs.model_copy(update={"groups": [name]}) for bs in scene.bonds
+             if not isinstance(bs, ExplicitBonds) and bs.groups and name in bs.groups]  # fmt: skip
+    alone = scene.model_copy(update={"particles": [group.model_copy(update={"template": False})], "bonds": bonds,
+                                     "walls": [], "meshes": [], "insert": [], "outlets": [], "stages": [],
+                                     "periodic": None, "fields": FieldsTable()})  # fmt: skip
+    alone._folder = scene._folder
+    try:
+        b, _ = scene_builder(alone, source)
+    except SceneError as exc:
+        k = next(i for i, g in enumerate(scene.particles) if g.name == name)
+        raise SceneError([(p.replace("particles[0]", f"particles[{k}]"), m) for p, m in exc.errors], source) from None
+    return Cluster.from_builder(b)
 
 
 def touching_pairs(x, radius, members, factor, period=None) -> np.ndarray:
@@ -668,16 +717,23 @@ def _check_references(scene: Scene, source: str) -> None:
     if not scene.particles:
         raise SceneError([("particles", "List should have at least 1 item (or give a [bodies] table)")], source)
     names = [g.name for g in scene.particles if g.name is not None]
+    templates = {g.name for g in scene.particles if g.template and g.name is not None}
     dup = {n for n in names if names.count(n) > 1}
     for k, g in enumerate(scene.particles):
         if g.name in dup:
             errors.append((f"particles[{k}].name", f"group name {g.name!r} is used twice"))
+        if g.template and g.name is None:
+            errors.append((f"particles[{k}].name", "a template group (template = true) needs a name: the "
+                           "cluster of an [[insert]] names it"))  # fmt: skip
         if isinstance(g, (TorusParticles, ToriParticles)) and g.bonds is not None:
             if g.bonds not in scene.bond_families:
                 errors.append((f"particles[{k}].bonds", f"no bond family {g.bonds!r}; defined: {sorted(scene.bond_families)}"))
             elif scene.bond_families[g.bonds].form != "paper":
                 errors.append((f"particles[{k}].bonds", f"bond family {g.bonds!r} is a parallel family; a torus takes "
                                "paper 003's binder (form = \"paper\")"))  # fmt: skip
+    if all(g.template for g in scene.particles) and not errors:
+        errors.append(("particles", "every group is a template (template = true); a run needs at least one "
+                       "particle placed at the start"))  # fmt: skip
     for k, b in enumerate(scene.bonds):
         if b.family not in scene.bond_families:
             errors.append((f"bonds[{k}].family", f"no bond family {b.family!r}; defined: {sorted(scene.bond_families)}"))
@@ -688,6 +744,10 @@ def _check_references(scene: Scene, source: str) -> None:
     for k, p in enumerate(scene.fields.pendulum):
         if p.group not in names:
             errors.append((f"fields.pendulum[{k}].group", f"no particle group named {p.group!r}; named groups: {names}"))
+        elif p.group in templates:
+            errors.append((f"fields.pendulum[{k}].group", f"group {p.group!r} is a template (template = true): it is "
+                           "not placed, a cluster [[insert]] puts in copies of it"))  # fmt: skip
+    errors.extend(_insert_errors(scene, templates))
     errors.extend(contact_errors(scene))
     if scene.run.fragments == "contacts" and scene.contacts is None and not scene.materials:
         errors.append(("run.fragments", ('"contacts" joins touching particles through the neighbour list of the '
@@ -811,6 +871,8 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
         raise SceneError(errors, source)
     for k, g in enumerate(scene.particles):
         path = f"particles[{k}]"
+        if g.template:
+            continue  # not placed: a cluster [[insert]] puts in copies (scene_cluster)
         given = g.model_fields_set
         common = dict(mass=g.mass if "mass" in given or g.material is None else None,
                       inertia=g.inertia if "inertia" in given or g.material is None else None)  # fmt: skip
@@ -883,7 +945,10 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
         if isinstance(bs, ExplicitBonds):
             pairs = np.asarray(bs.pairs, dtype=np.int64)
         else:
-            members = np.concatenate([groups[n] for n in bs.groups]) if bs.groups else np.arange(len(x_all))
+            placed = [groups[n] for n in bs.groups if n in groups] if bs.groups else None
+            if bs.groups and not placed:
+                continue  # the bonds of template groups only (scene_cluster)
+            members = np.concatenate(placed) if bs.groups else np.arange(len(x_all))
             if isinstance(bs, TouchingBonds):
                 pairs = touching_pairs(x_all, r_all, members, bs.factor, period)
                 what = f"no two particles are within {bs.factor} times the sum of their radii"
