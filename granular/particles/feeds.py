@@ -27,6 +27,25 @@ when they find room). Every draw comes from the insertion's own random generator
 (``seed``), whose state a checkpoint keeps: the same seed gives the same particles,
 bit for bit, resumed or not.
 
+Bonded clusters (:class:`Cluster`: a torus, an agglomerate, a specimen; a template of
+particles and the bonds among them): an insertion with ``cluster`` puts in whole copies.
+A copy's rotation is drawn first and kept until it finds room (as a sphere's radius is);
+its centre of mass is drawn in the region shrunk by the copy's reach, and every particle
+of the copy must be clear of everything as above. It starts as a rigid body at the
+insertion's velocity. Its bonds enter with it (``add["bonds"]``: builder bond calls in
+the new particles' numbering), intact, with their rest state taken where the copy was
+placed: they hold no energy and exert no force, so what a cluster brings to the ledger
+is its kinetic and gravity energy. ``rate`` and ``total`` count copies, ``mass_rate``
+mass, the ledger's ``inserted`` particles. A checkpoint keeps where each particle that
+entered was placed and the bonds among them (:func:`particle_set`, :func:`match`).
+
+The stable step (:func:`check_stable_step`): particles smaller, stiffer or lighter than
+any present may need a smaller step. Before a run starts with an insertion, the
+stable-step estimate is taken again with what it brings (:func:`insertion_step`: its
+smallest sphere or one copy of its cluster, at its velocity, next to the particles
+present); a ``dt`` above it is refused, naming the insertion, unless
+``allow_unstable_step``.
+
 The ledger (:class:`Ledger`): what the particles brought and took away, as ``series.csv``
 columns, so that the balances still close. At each edit the conserved sum of the energy
 check (``total + U_released + dissipated - work_walls``) and the momentum are taken
