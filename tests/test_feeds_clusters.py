@@ -265,6 +265,20 @@ def test_an_insertion_of_too_small_particles_is_refused_unless_allowed():
     assert est.h_max < 2e-5 and fine.step_checked == (2e-5, "verlet")
 
 
+def test_a_simulation_refuses_an_unstable_insertion_unless_allowed(tmp_path):
+    """The Python path checks the insertions at its first run: refused with the
+    insertion's radius, and run when allowed."""
+    fine = Insertion(Box(*REGION), 2e-5, "glass", rate=100.0)
+    model = floor_model()
+    sim = gr.Simulation(model, model.state(), tmp_path / "a", dt=2e-5, feeds=[fine])
+    with pytest.raises(StepSizeError, match="radius 2e-05"):
+        sim.run(steps=2)
+    model = floor_model()
+    fine = Insertion(Box(*REGION), 2e-5, "glass", rate=100.0)
+    sim = gr.Simulation(model, model.state(), tmp_path / "b", dt=2e-5, feeds=[fine], allow_unstable_step=True)
+    assert sim.run(steps=2)["steps"] == 2
+
+
 def test_granular_run_refuses_an_unstable_insertion(tmp_path, capsys):
     from granular import cli
 

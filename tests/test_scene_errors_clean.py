@@ -46,7 +46,7 @@ FULL = {
               {"kind": "neighbors", "cutoff": 1.0, "family": "b"},
               {"kind": "touching", "factor": 1.01, "family": "b"}],  # fmt: skip
     "contacts": {"law": "hertz-mindlin"},
-    "walls": [{"normal": [0.0, 0.0, 1.0], "offset": -5.0}],
+    "walls": [{"normal": [0.0, 0.0, 1.0], "offset": -5.0, "name": "floor", "present": True}],
     "meshes": [{"shape": {"kind": "rectangle", "center": [0.0, 0.0, -9.0], "u": [1.0, 0.0, 0.0], "v": [0.0, 1.0, 0.0]}},
                {"shape": {"kind": "box", "lo": [100.0, 100.0, 100.0], "hi": [101.0, 101.0, 101.0]}},
                {"shape": {"kind": "cylinder", "radius": 1.0, "length": 1.0, "center": [200.0, 0.0, 0.0]}},
@@ -56,7 +56,9 @@ FULL = {
                {"cylinder": {"center": [0.0, 0.0, 5.0], "radius": 1.0, "length": 1.0}, "radius": 0.1,
                 "material": "glass", "total": 5}],
     "outlets": [{"box": [[-1.0, -1.0, -9.0], [1.0, 1.0, -8.0]], "name": "drain"}],
-    "stages": [{"name": "fill", "duration": 1.0, "outlets": []}, {"until": 3.0, "kinetic_below": 1.0}],
+    "stages": [{"name": "fill", "duration": 1.0, "outlets": [], "until_inserted": 5, "remove": ["floor"]},
+               {"until": 3.0, "kinetic_below": 1.0, "until_removed": 2, "add": ["floor"], "gravity": [0.0, 0.0, -2.0],
+                "motions": [{"name": "floor", "velocity": [0.0, 0.0, 1.0]}]}],
     "fields": {"gravity": [0.0, 0.0, -1.0], "pendulum": [{"group": "g"}]},
 }
 
@@ -85,6 +87,7 @@ TABLES = [
     ("insert[1].cylinder", ("insert", 1, "cylinder"), sc.CylinderRegion),
     ("outlets[0]", ("outlets", 0), sc.OutletTable),
     ("stages[0]", ("stages", 0), sc.StageTable),
+    ("stages[1].motions[0]", ("stages", 1, "motions", 0), sc.StageMotion),
     ("fields", ("fields",), sc.FieldsTable),
     ("fields.pendulum[0]", ("fields", "pendulum", 0), sc.Pendulum),
 ]

@@ -27,6 +27,7 @@ from .forces import Bonds, PendulumPotential, UniformGravity
 from .forces.materials import sphere_mass
 from .inputs import _check_duplicate_bonds, _nonnegative, _orientations, _scalars, _vectors
 from .model import Model
+from .setup import configured
 from .neighbors import min_image
 
 def _limits(nb, **limits) -> list:
@@ -88,6 +89,9 @@ class ModelBuilder(ContactSettings):
         self._allow_overlap = False
         self._wall_overlap = []  # per wall: allow_initial_overlap
         self._wall_motion = []  # per wall: its WallMotion, or None (at rest)
+        self._wall_names = []  # per wall: its name (granular.particles.setup)
+        self._setup = None  # what a running model changed of this set-up (granular.particles.setup.Setup)
+        self._keep_work = False  # the walls keep their work at rest (a model whose set-up may change)
         self._meshes = []  # per mesh: dict of mesh, k, mat, smooth, motion, overlap
         self._velocity = "predicted"
         self._replica_counts = None  # particles of each replica (a model of replicas)
@@ -212,6 +216,7 @@ class ModelBuilder(ContactSettings):
             out._walls.extend(b._walls)
             out._wall_overlap.extend(b._wall_overlap)
             out._wall_motion.extend(b._wall_motion)
+            out._wall_names.extend(b._wall_names)
             if b._meshes:
                 raise ValueError("replicas: triangle meshes (add_mesh) are not supported in a model of replicas yet")
             offset += b._n
@@ -737,6 +742,10 @@ class ModelBuilder(ContactSettings):
         """
         if self._n == 0:
             raise ValueError("the model has no particles; add some with add_particles()")
+        if self._setup is not None:  # a running model's set-up changed: the walls, meshes, gravity it has now
+            model = configured(self, self._setup).finalize(backend, dtype, placement=placement)
+            model.builder = self._copy()
+            return model
         if np.dtype(dtype) not in (np.float64, np.float32):
             raise ValueError(f"dtype: must be float64 (default) or float32, got {np.dtype(dtype)}")
         dtype = np.dtype(dtype)

@@ -15,6 +15,7 @@ from kernels import contact_laws
 from .forces import ParticleContacts, Walls
 from .forces.laws import LAWS, MATERIAL_LAWS, VELOCITIES, hertz_law, material_law, reach
 from .forces.meshes import TriangleMesh, mesh_problem
+from .setup import Setup
 from .forces.materials import PAIR_FIELDS, Material, check_material, pair_problems
 from .forces.motion import WallMotion
 from .inputs import _nonnegative
@@ -201,7 +202,7 @@ class ContactSettings:
         self._contact_law = law
 
     def add_wall(self, normal, offset=0.0, k=None, material=None, allow_initial_overlap=False, velocity=None,
-                 angular_velocity=None, center=None) -> int:  # fmt: skip
+                 angular_velocity=None, center=None, name=None, present=True) -> int:  # fmt: skip
         """Add a planar wall ``n·x = offset``; return its id.
 
         ``n = normal/|normal|`` points into the allowed side. Without materials the wall
@@ -237,6 +238,12 @@ class ContactSettings:
         center : 3 numbers, optional
             A point of the rotation axis at ``t = 0`` [L] (moves with the translation);
             default the origin.
+        name : str, optional
+            What a change of the set-up during a run calls it (:mod:`granular.particles.setup`,
+            a scene's ``[[stages]]``); unique among the walls and meshes. Default ``"wall k"``.
+        present : bool, optional
+            False: the wall is declared but not in the model until a change of the set-up
+            puts it back (``Simulation.change(add=[name])``). Default True.
 
         Returns
         -------
@@ -252,6 +259,7 @@ class ContactSettings:
         """
         self._open("add_wall")
         wid = len(self._walls)
+        name = self._boundary_name(name, f"wall {wid}")
         mat = -1
         if material is not None:
             if not isinstance(material, str) or material not in self._materials:
@@ -282,10 +290,41 @@ class ContactSettings:
         self._walls.append((nrm / length, off, kk, mat))
         self._wall_overlap.append(bool(allow_initial_overlap))
         self._wall_motion.append(motion)
+        self._wall_names.append(name)
+        self._declare_absent(name, present)
         return wid
 
+    def expect_changes(self) -> None:
+        """Say that a run of the model will change its set-up
+        (:mod:`granular.particles.setup`: ``Simulation.change``, a scene's ``[[stages]]``):
+        the model then keeps the walls' work (the series' ``work_walls``) and a gravity
+        field (zero if none was set), so that a new motion or gravity has its column in
+        the series from the first row. Walls and meshes may be taken away and put back
+        without it."""
+        self._open("expect_changes")
+        if self._setup is None:
+            self._setup = Setup()
+        if self._gravity is None:
+            self._gravity = np.zeros(3)
+
+    def _declare_absent(self, name, present) -> None:
+        if not present:
+            old = self._setup or Setup()
+            self._setup = Setup(old.absent + [name], list(old.motions), old.gravity)
+
+    def _boundary_name(self, name, default) -> str:
+        """``name`` checked (a string no wall or mesh has yet), or ``default``."""
+        if name is None:
+            name = default
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{default}: name must be a non-empty string, got {name!r}")
+        taken = list(self._wall_names) + [m["name"] for m in self._meshes]
+        if name in taken:
+            raise ValueError(f"{default}: name {name!r} is taken; the walls and meshes are named {taken}")
+        return name
+
     def add_mesh(self, mesh, material=None, k=None, smooth_angle=20.0, allow_initial_overlap=False, velocity=None,
-                 angular_velocity=None, center=None) -> int:  # fmt: skip
+                 angular_velocity=None, center=None, name=None, present=True) -> int:  # fmt: skip
         """Add a rigid triangle mesh as a boundary; return its id.
 
         A particle meets a mesh from either side, at the closest point of its triangles,
@@ -310,6 +349,11 @@ class ContactSettings:
         velocity, angular_velocity, center
             Prescribed rigid motion, as for :meth:`add_wall`; ``center`` (the point the
             rotation turns about at ``t = 0``) defaults to the mesh's area centroid.
+        name : str, optional
+            What a change of the set-up during a run calls it (as for :meth:`add_wall`).
+            Default ``"mesh k"``.
+        present : bool, optional
+            As for :meth:`add_wall`. Default True.
 
         Returns
         -------
@@ -319,6 +363,7 @@ class ContactSettings:
         self._open("add_mesh")
         mid = len(self._meshes)
         what = f"mesh {mid} ({getattr(mesh, 'name', '?')})"
+        name = self._boundary_name(name, f"mesh {mid}")
         if not isinstance(mesh, TriangleMesh):
             raise ValueError(f"mesh {mid}: must be a granular.TriangleMesh, got {type(mesh).__name__}")
         mat = -1
@@ -335,7 +380,8 @@ class ContactSettings:
             raise ValueError(f"{what}: smooth_angle: must be a number of degrees in (0, 90), got {smooth_angle!r}")
         motion = WallMotion(velocity, angular_velocity, mesh.center if center is None else center, what=what)
         self._meshes.append({"mesh": mesh, "k": kk, "mat": mat, "smooth": smooth, "motion": motion,
-                             "overlap": bool(allow_initial_overlap)})  # fmt: skip
+                             "overlap": bool(allow_initial_overlap), "name": name})  # fmt: skip
+        self._declare_absent(name, present)
         return mid
 
     def _materials_used(self) -> bool:
@@ -384,7 +430,7 @@ class ContactSettings:
             margin = 1.001 * (rmax + reach(law, rmax))  # the farthest a centre can be from a triangle it meets
             forces.append(Walls(be, self._n, planes, ks + mesh_ks, dtype=dtype, mat=law.wall_mat_host, first=first_wall,
                                 replica=replica, motions=self._wall_motion, meshes=self._meshes, margin=margin,
-                                history=law.history))  # fmt: skip
+                                history=law.history, keep_work=self._keep_work))  # fmt: skip
         return law, kernels, forces
 
     def _check_placement(self, x, radius, contacts) -> None:

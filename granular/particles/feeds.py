@@ -768,7 +768,7 @@ class Ledger:
     """What entered and left an open system (see the module docstring): counts, masses,
     energies and momenta, cumulative; ``columns()`` gives the ``series.csv`` columns."""
 
-    FIELDS = ("inserted", "removed", "mass_inserted", "mass_removed", "E_inserted", "E_removed")
+    FIELDS = ("inserted", "removed", "mass_inserted", "mass_removed", "E_inserted", "E_removed", "E_setup")
 
     def __init__(self):
         self.values = dict.fromkeys(self.FIELDS, 0.0)

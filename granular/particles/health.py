@@ -41,10 +41,10 @@ ROTATION_INCREMENT_MAX = 0.5
 def conserved_energy(row) -> float:
     """``total`` plus what left the system's energies (the energy broken bonds released,
     what the dissipative contacts dissipated, what particles that left took away) less
-    what came in (the moving walls' work, what particles that entered brought), when the
-    row has those columns."""
+    what came in (the moving walls' work, what particles that entered brought, what
+    changes of the set-up brought: ``E_setup``), when the row has those columns."""
     out = float(row["total"]) + float(row.get("U_released", 0.0)) - float(row.get("work_walls", 0.0))
-    out += float(row.get("E_removed", 0.0)) - float(row.get("E_inserted", 0.0))
+    out += float(row.get("E_removed", 0.0)) - float(row.get("E_inserted", 0.0)) - float(row.get("E_setup", 0.0))
     for key, value in row.items():
         if key.startswith("dissipated_"):
             out += float(value)

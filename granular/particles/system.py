@@ -32,6 +32,7 @@ from ..io import write_walls
 from . import diagnostics as diag
 from . import fragments
 from .feeds import Insertion, Ledger, Obstacles, Outlet, particle_set, resize
+from .setup import boundary_names, change_setup, present, saved_setup
 from .statefile import STATE_ARRAYS, restore_state, state_arrays
 from .health import ENERGY_TOLERANCE, HealthCheck, Snapshot, conserved_energy
 
@@ -236,6 +237,23 @@ class ParticleSystem:
             self.health.widen(row)
         return conserved_energy(row), np.array([row["P_x"], row["P_y"], row["P_z"]])
 
+    def change_setup(self, add=(), remove=(), motions=None, gravity=None) -> None:
+        """Change the walls, meshes, motions or gravity now
+        (:func:`granular.particles.setup.change_setup`), booking the energy the change
+        brought (``E_setup``) in the ledger; the changed state is the one a failure goes
+        back to."""
+        if self.ledger is None:
+            raise ValueError("this run's system is closed: the set-up can change in a run made with feeds "
+                             "(Simulation(..., feeds=[]), or a scene's [[stages]]), whose series has the ledger's "
+                             "columns from its first row")  # fmt: skip
+        e0, _ = self._balance()
+        change_setup(self.model, self.state, add=add, remove=remove, motions=motions, gravity=gravity)
+        self.integrator.prepare(self.model, self.state)  # the forces of the new set-up
+        e1, _ = self._balance()
+        self.ledger.values["E_setup"] += e1 - e0
+        if self.health is not None:
+            self.snapshot = Snapshot(self.state, STATE_ARRAYS, self.model)
+
     def edit(self, keep=None, add=None) -> None:
         """Take out the particles not in the mask ``keep`` and put in those of ``add``
         (:func:`granular.particles.feeds.resize`), booking what they took and brought in
@@ -341,14 +359,23 @@ class ParticleSystem:
         (:func:`granular.particles.analysis.wall_loads`), then for mesh ``k`` the same as
         ``mesh{k}_...`` (:func:`granular.particles.analysis.mesh_loads`); None without
         walls or meshes."""
-        if self.model.force("walls") is None:
+        b = self.model.builder
+        if self.model.force("walls") is None and (b is None or b._setup is None or not sum(boundary_names(b), [])):
             return None
         row = {"time": self.state.time, "step": float(self.state.step)}
         names = ("Fx", "Fy", "Fz", "Mx", "My", "Mz")
-        for k, load in enumerate(self.model.wall_loads(self.state)):
+        wall_loads, mesh_loads = list(self.model.wall_loads(self.state)), list(self.model.mesh_loads(self.state)[0])
+        b = self.model.builder
+        if b is not None and b._setup is not None:  # numbered as the builder has them; zeros while absent
+            walls, meshes = boundary_names(b)
+            here_w, here_m = present(b, b._setup)
+            zero = np.zeros(6)
+            wall_loads = [wall_loads[here_w.index(n)] if n in here_w else zero for n in walls]
+            mesh_loads = [mesh_loads[here_m.index(n)] if n in here_m else zero for n in meshes]
+        for k, load in enumerate(wall_loads):
             for c, name in enumerate(names):
                 row[f"wall{k}_{name}"] = float(load[c])
-        for k, load in enumerate(self.model.mesh_loads(self.state)[0]):
+        for k, load in enumerate(mesh_loads):
             for c, name in enumerate(names):
                 row[f"mesh{k}_{name}"] = float(load[c])
         return row
@@ -391,6 +418,9 @@ class ParticleSystem:
             meta["feeds"] = {"ledger": self.ledger.get_state(), "each": [f.get_state() for f in self.feeds]}
         if self.stage is not None:
             meta["stage"] = dict(self.stage)
+        setup = saved_setup(self.model)
+        if setup is not None:
+            meta["setup"] = setup
         return meta
 
     def _estimate(self):

@@ -26,6 +26,7 @@ from ..compiling import CompileNotice
 from ..errors import IntegrationError, Refused, SceneError
 from ..io import CheckpointError, load_checkpoint
 from ..particles.feeds import check_stable_step, match, restore_feeds
+from ..particles.setup import restore_setup
 from ..particles.stability import estimate_stable_step
 from ..particles.system import restore_state
 from ..resources import ResourceError, check_body_memory, check_writable
@@ -204,7 +205,12 @@ def _execute(scene, args, total, out, to_clear, arrays, meta, scene_dict, notice
         stages = stage_plan(scene, str(getattr(args, "scene", "scene")))
     except SceneError as exc:
         raise Refused(str(exc)) from None
+    if feeds is None and any(st.change is not None for st in stages):
+        feeds = []  # the set-up changes: an open system, whose ledger books the change's energy
     if arrays is not None:
+        if meta.get("setup"):  # the run changed its walls, meshes or gravity: the scene's model takes them
+            _restore(lambda a: restore_setup(model, meta["setup"]), model.backend.name, arrays, meta)
+            state = model.state()
         if "particle_ids" in arrays:  # particles entered or left: the scene's model takes the checkpoint's set
             _restore(lambda a: match(model, a), model.backend.name, arrays, meta)
             state = model.state()

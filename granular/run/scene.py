@@ -363,6 +363,8 @@ class Wall(_Moving):
     k: NonNegative | None = None
     material: Annotated[str, Field(min_length=1)] | None = None
     allow_initial_overlap: bool = False
+    name: Annotated[str, Field(min_length=1)] | None = None  # what [[stages]] call it (add, remove, motions)
+    present: bool = True  # false: not in the model until a stage adds it
 
     @field_validator("normal")
     @classmethod
@@ -433,6 +435,8 @@ class MeshTable(_Moving):
     material: Annotated[str, Field(min_length=1)] | None = None
     smooth_angle: Annotated[float, Field(gt=0.0, lt=90.0)] = 20.0
     allow_initial_overlap: bool = False
+    name: Annotated[str, Field(min_length=1)] | None = None  # what [[stages]] call it (add, remove, motions)
+    present: bool = True  # false: not in the model until a stage adds it
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -531,18 +535,33 @@ class OutletTable(_Strict):
     inside: bool = True
 
 
+class StageMotion(_Moving):
+    """``[[stages.motions]]``: the wall or mesh ``name`` moves so from the stage's start
+    (the velocity table's times and the rotation's ``center`` counted from then); a
+    velocity of zeros stops it."""
+
+    name: Annotated[str, Field(min_length=1)]
+
+
 class StageTable(_Strict):
     """``[[stages]]``: one stage of the run: how long it lasts (``duration``, or ``until``
-    an absolute time; ``kinetic_below`` ends it early once the kinetic energy falls below
-    that), and which ``[[insert]]`` and ``[[outlets]]`` (by name) act in it (default:
-    every one)."""
+    an absolute time; ``kinetic_below``, ``until_inserted``, ``until_removed`` end it
+    early), which ``[[insert]]`` and ``[[outlets]]`` (by name) act in it (default: every
+    one), and what changes at its start: walls and meshes put in (``add``) or taken away
+    (``remove``) by name, new motions (``[[stages.motions]]``), ``gravity``."""
 
     name: Annotated[str, Field(min_length=1)] | None = None
     duration: Positive | None = None
     until: Positive | None = None
     kinetic_below: Positive | None = None
+    until_inserted: Annotated[int, Field(ge=1)] | None = None  # ends once this many particles entered in it
+    until_removed: Annotated[int, Field(ge=1)] | None = None  # ends once this many particles left in it
     insert: list[str] | None = None
     outlets: list[str] | None = None
+    add: list[str] = []  # walls and meshes (by name) put in at its start
+    remove: list[str] = []  # walls and meshes (by name) taken away at its start
+    motions: list[StageMotion] = []
+    gravity: Vec3 | None = None  # the field from its start on
 
 
 class Scene(_Strict):
@@ -977,11 +996,12 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
             kpp = scene.contacts.kpp if scene.contacts is not None else None
             b.add_wall(w.normal, w.offset, k=w.k if w.k is not None else kpp, material=w.material,
                        allow_initial_overlap=w.allow_initial_overlap, velocity=w.velocity,
-                       angular_velocity=w.angular_velocity, center=w.center)  # fmt: skip
+                       angular_velocity=w.angular_velocity, center=w.center, name=w.name,
+                       present=w.present)  # fmt: skip
         except ValueError as exc:
             errors.append((f"walls[{k}]", str(exc)))
             continue
-        if not w.allow_initial_overlap:
+        if not w.allow_initial_overlap and w.present:
             errors.extend(_wall_errors(k, w, x_all, r_all))
     folder = scene._folder or (os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else None)
     for k, mt in enumerate(scene.meshes):
@@ -989,9 +1009,12 @@ def scene_builder(scene: Scene, source: str = "scene", backend="cpu"):
             kpp = scene.contacts.kpp if scene.contacts is not None else None
             b.add_mesh(mt.triangles(folder), material=mt.material, k=mt.k if mt.k is not None else kpp,
                        smooth_angle=mt.smooth_angle, allow_initial_overlap=mt.allow_initial_overlap,
-                       velocity=mt.velocity, angular_velocity=mt.angular_velocity, center=mt.center)  # fmt: skip
+                       velocity=mt.velocity, angular_velocity=mt.angular_velocity, center=mt.center, name=mt.name,
+                       present=mt.present)  # fmt: skip
         except ValueError as exc:
             errors.append((f"meshes[{k}]", str(exc)))
+    if any(st.add or st.remove or st.motions or st.gravity is not None for st in scene.stages):
+        b.expect_changes()  # the series has the columns the stages' changes fill from the first row
     if scene.fields.gravity is not None:
         try:
             b.set_gravity(scene.fields.gravity)

@@ -22,9 +22,10 @@ from ..checks import field_path, schema_message
 from ..compiling import CompileNotice
 from ..errors import StepSizeError
 from ..io import load_checkpoint, save_checkpoint
-from ..particles.feeds import Ledger, match, restore_feeds
+from ..particles.feeds import Ledger, check_stable_step, match, restore_feeds
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.integrators.engine import check_state
+from ..particles.setup import restore_setup
 from ..particles.stability import estimate_stable_step
 from ..particles.system import CONTACTS_NEEDED, SMALL_SYSTEM, ParticleSystem, restore_state, state_arrays
 from ..resources import check_disk, check_writable, output_counts, run_output_bytes
@@ -269,6 +270,23 @@ class Simulation:
         check_disk(self.out_dir, run_output_bytes(self.model.n, self.model.n_bonds, frames, rows, columns),
                    f"the run ({frames} frames of {self.model.n:,} particles)")  # fmt: skip
 
+    def change(self, add=(), remove=(), motions=None, gravity=None) -> None:
+        """Change the set-up now, between calls of :meth:`run`: put back the walls and
+        meshes named in ``add`` and take away those in ``remove`` (the names of
+        ``ModelBuilder.add_wall(..., name=)`` and ``add_mesh``), give those named in
+        ``motions`` (``{name: {"velocity": ..., "angular_velocity": ..., "center": ...}}``,
+        as ``add_wall`` takes them, the table's times and the centre counted from now) a
+        new motion from now on, and set ``gravity``
+        (:mod:`granular.particles.setup`). The run must be an open system (``feeds``
+        given, an empty list will do): its ledger books the energy the change brought
+        as ``E_setup``, so the health check's balance holds. Checkpoints keep the set-up;
+        :meth:`resume` gives the model the one it had."""
+        if self.ledger is None:
+            raise ValueError("change: the set-up changes in an open system's run: make the Simulation with "
+                             "feeds=[] (or insertions and outlets), whose series has the ledger's columns")  # fmt: skip
+        system = ParticleSystem(self.model, self.state, self.integrator, feeds=self.feeds, ledger=self.ledger)
+        system.change_setup(add=add, remove=remove, motions=motions, gravity=gravity)
+
     def end_step(self, steps=None, until=None) -> int:
         """The step at which :meth:`run` with these arguments stops (see there)."""
         if steps is None and until is None:
@@ -305,6 +323,9 @@ class Simulation:
         if total_steps <= state.step:
             raise ValueError(f"total_steps: {total_steps} is not after the state's step {state.step}")
         self.preflight(total_steps, state.step)
+        if self.feeds:  # what the insertions bring against the step (each checked once)
+            check_stable_step(self.model, state, self.feeds, self.run_table.dt, self.run_table.integrator,
+                              allow_unstable_step=self.run_table.allow_unstable_step)  # fmt: skip
         if not resumed:
             clear(self._to_clear)
             self._to_clear = []
@@ -344,6 +365,9 @@ def load_state(path, model, state=None, with_meta=False):
     it; on another backend the arrays are the same, the next steps may differ in the
     last bits."""
     arrays, meta = load_checkpoint(os.fspath(path))
+    if meta.get("setup"):  # the run changed its walls, meshes or gravity: the model takes them
+        restore_setup(model, meta["setup"])
+        state = None
     if "particle_ids" in arrays and (state is None or state.x.shape[0] != len(arrays["particle_ids"])):
         match(model, arrays)  # particles entered or left the run: the model takes its set
     state = model.state() if state is None else state

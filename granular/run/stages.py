@@ -1,12 +1,18 @@
 """Staged runs: a scene's ``[[stages]]``, one after the other, into one run folder.
 
 Each stage lasts its ``duration`` (from the time it starts) or to the absolute time
-``until``; ``kinetic_below`` ends it early, at the first series row whose kinetic energy
-(translational plus rotational) is below that value. At its start a stage says which
-``[[insert]]`` and ``[[outlets]]`` act (by name; default every one): a hopper is filled
-in one stage and drains in the next. Every stage writes into the same ``series.csv``,
-frames and checkpoints; a checkpoint keeps the stage it was written in and when that
-stage started, so a run stopped in any stage resumes there, bit for bit.
+``until``. It ends early with ``kinetic_below``, at the first series row whose kinetic
+energy (translational plus rotational) is below that value, and with ``until_inserted``
+or ``until_removed``, at the first edit of the feeds after which that many particles
+entered or left in the stage. At its start a stage says which ``[[insert]]`` and
+``[[outlets]]`` act (by name; default every one): a hopper is filled in one stage and
+drains in the next. It also changes the set-up (:mod:`granular.particles.setup`): walls
+and meshes put in (``add``) and taken away (``remove``) by name, new motions from its
+start (``[[stages.motions]]``), a new ``gravity``; a side wall taken away lets a column
+slump into a heap, a gate that starts to move opens a silo. Every stage writes into the
+same ``series.csv``, frames and checkpoints; a checkpoint keeps the stage it was written
+in, when that stage started, and the set-up, so a run stopped in any stage resumes
+there, bit for bit.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ class Stage:
     until: float | None
     kinetic_below: float | None
     active: frozenset
+    until_inserted: int | None = None
+    until_removed: int | None = None
+    change: dict | None = None  # Simulation.change's keywords at its start (None: no change)
 
     def end_time(self, start: float) -> float:
         return self.until if self.until is not None else start + self.duration
@@ -61,10 +70,28 @@ def stage_plan(scene, source="scene") -> list[Stage]:
                     errors.append((f"{where}.{field}", f"no [[{field}]] table named {name!r}; named: {sorted(table)}"))
                 else:
                     active.add(table[name])
-        out.append(Stage(st.name or f"stage {k}", st.duration, st.until, st.kinetic_below, frozenset(active)))
+        change = _change(scene, st, where, errors)
+        out.append(Stage(st.name or f"stage {k}", st.duration, st.until, st.kinetic_below, frozenset(active),
+                         st.until_inserted, st.until_removed, change))  # fmt: skip
     if errors:
         raise SceneError(errors, source)
     return out
+
+
+def _change(scene, st, where, errors):
+    """A stage's change of the set-up as :meth:`Simulation.change` takes it, or None;
+    unknown names go to ``errors``."""
+    names = [w.name or f"wall {k}" for k, w in enumerate(scene.walls)]
+    names += [m.name or f"mesh {k}" for k, m in enumerate(scene.meshes)]
+    for field, given in (("add", st.add), ("remove", st.remove), ("motions", [m.name for m in st.motions])):
+        for j, name in enumerate(given):
+            if name not in names:
+                errors.append((f"{where}.{field}[{j}]" if field != "motions" else f"{where}.motions[{j}].name",
+                               f"no wall or mesh named {name!r}; named: {names}"))  # fmt: skip
+    motions = {m.name: {k: getattr(m, k) for k in ("velocity", "angular_velocity", "center")} for m in st.motions}
+    if not (st.add or st.remove or motions or st.gravity is not None):
+        return None
+    return {"add": list(st.add), "remove": list(st.remove), "motions": motions, "gravity": st.gravity}
 
 
 def _kinetic(model, state) -> float:
@@ -75,12 +102,14 @@ def _kinetic(model, state) -> float:
 def run_stages(sim, stages, total, resumed=False, health_start=None, where=None) -> dict:
     """Run ``sim`` (a :class:`~granular.run.simulation.Simulation` with feeds) through
     ``stages`` up to the absolute step ``total`` at most; ``where``: a checkpoint's
-    ``meta["stage"]`` (the stage it was written in and its start) when resuming. Returns
-    the last ``run.json`` dict."""
+    ``meta["stage"]`` (the stage it was written in, its start and the ledger's counts
+    then) when resuming. Returns the last ``run.json`` dict."""
     state = sim.state
     index, start = 0, state.time
+    counts = _counts(sim)
     if where:
         index, start = int(where["index"]), float(where["start"])
+        counts = (float(where.get("inserted0", 0.0)), float(where.get("removed0", 0.0)))
     info = None
     h = float(sim.model.dtype.type(sim.run_table.dt))
     row_dt = sim.cadences(total)[1] * h or sim.run_table.dt * 100
@@ -88,22 +117,39 @@ def run_stages(sim, stages, total, resumed=False, health_start=None, where=None)
         st = stages[k]
         for i, f in enumerate(sim.feeds or []):
             f.active = i in st.active
-        sim.stage = {"index": k, "start": start, "name": st.name}
+        if k != index or not where:  # entered now (a resumed stage made its change already)
+            counts = _counts(sim)
+            if st.change is not None:
+                sim.change(**st.change)
+        sim.stage = {"index": k, "start": start, "name": st.name, "inserted0": counts[0], "removed0": counts[1]}
         end = min(total, _step_at(sim, st.end_time(start), h))
         while state.step < end:
             stop = end
             if st.kinetic_below is not None:
-                stop = min(end, _step_at(sim, state.time + row_dt, h))
+                stop = min(stop, _step_at(sim, state.time + row_dt, h))
+            if st.until_inserted is not None or st.until_removed is not None:
+                stop = min(stop, state.step + max(1, sim.feed_steps - state.step % max(1, sim.feed_steps)))
             info = sim.execute(state, stop, resumed=resumed, health_start=health_start)
             resumed, health_start = True, sim._health_start
             if info.get("interrupted"):
                 return info
             if st.kinetic_below is not None and _kinetic(sim.model, state) < st.kinetic_below:
                 break
+            now = _counts(sim)
+            if st.until_inserted is not None and now[0] - counts[0] >= st.until_inserted:
+                break
+            if st.until_removed is not None and now[1] - counts[1] >= st.until_removed:
+                break
         start = state.time
         if state.step >= total:
             break
     return info
+
+
+def _counts(sim) -> tuple:
+    """The ledger's particles inserted and removed so far (zeros without a ledger)."""
+    led = sim.ledger
+    return (0.0, 0.0) if led is None else (led.values["inserted"], led.values["removed"])
 
 
 def _step_at(sim, t, h) -> int:

@@ -173,7 +173,7 @@ class Walls:
     energy_keys = ("U_pw",)
 
     def __init__(self, backend, n_particles, planes, k, dtype=np.float64, mat=None, first=None, replica=None,
-                 motions=None, meshes=None, margin=0.0, history=0):  # fmt: skip
+                 motions=None, meshes=None, margin=0.0, history=0, keep_work=False):  # fmt: skip
         xp = backend.xp
         self.backend = backend
         self.dtype = np.dtype(dtype)
@@ -190,7 +190,10 @@ class Walls:
         self.motions = None if motions is None else list(motions)
         plane_motions = self.motions if self.motions is not None else [None] * W
         motion, table = layout(plane_motions + mesh_motions, W + len(self.meshes))
+        # keep_work: a model whose set-up may change keeps the moving walls' clock and
+        # work (and the series its work_walls column) with every wall at rest
         self.moving = bool(motion[:, MOTION_MOVING].any()) if len(motion) else False
+        self.moving = self.moving or bool(keep_work)
         self.ref = xp.array(self.planes_host)
         self.motion = xp.asarray(motion)
         self.table = xp.asarray(table)
