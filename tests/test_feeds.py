@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import granular as gr
-from granular.particles.feeds import Box, Cylinder, Insertion, Obstacles, Outlet, resize
+from granular import cli
+from granular.io import load_checkpoint
+from granular.particles.feeds import Box, Cylinder, Insertion, Obstacles, Outlet, Surface, resize
 from granular.particles.integrators import ExplicitIntegrator
 
 GLASS = dict(young=1e7, poisson=0.3, density=2500.0, restitution=0.5, friction=0.5, rolling_friction=0.02)
@@ -244,3 +246,72 @@ def test_the_gpu_kernels_pour_as_the_cpu_does(gpu_backend, tmp_path):
     assert np.array_equal(runs[1][1], runs[2][1]) and np.array_equal(runs[1][2], runs[2][2])
     assert np.array_equal(runs[0][2], runs[1][2])
     np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=0, atol=1e-12)
+
+
+def test_a_surface_region_pours_over_a_mesh_faces_by_area(tmp_path):
+    """Insertion over a mesh (a tilted strip of two triangles of areas 1 : 3): every
+    centre lies over a face, between r and depth - r along its normal; the faces are
+    drawn by area; the region holds the centres and not a point above the layer."""
+    t = np.radians(30.0)
+    u, n = np.array([np.cos(t), 0.0, np.sin(t)]), np.array([-np.sin(t), 0.0, np.cos(t)])
+    v = np.array([0.0, 1.0, 0.0])
+    a = np.array([0.0, 0.0, 0.1])
+    verts = np.array([a, a + 0.02 * u, a + 0.02 * u + 0.02 * v, a + 0.08 * u + 0.02 * v])
+    # two triangles: (0, 1, 2) of area 0.0002 and (1, 3, 2) of area 0.0006, normals +n
+    mesh = gr.TriangleMesh(verts, [[0, 1, 2], [1, 3, 2]], name="strip")
+    region = Surface(mesh, depth=0.01)
+    assert np.allclose(region.normal, n)
+    rng = np.random.default_rng(2)
+    c = np.array([region.sample(rng, 0.002) for _ in range(4000)])
+    h = (c - a) @ n
+    assert h.min() >= 0.002 - 1e-15 and h.max() <= 0.008 + 1e-15
+    along = (c - a) @ u
+    assert along.min() >= 0.0 and along.max() <= 0.08
+    assert region.contains(c).all() and not region.contains(c + 0.011 * n).any()
+    first = np.mean(along <= 0.02)  # triangle (0, 1, 2) lies at along <= 0.02, (1, 3, 2) beyond
+    assert abs(first - 0.25) < 0.03  # drawn by area: 1 / (1 + 3)
+    # a scene pours over a mesh that is only a region (present = false)
+    scene = """
+name = "inlet"
+[run]
+dt = 2e-5
+steps = 600
+feed_every = 2e-3
+series_every = 2e-3
+backend = "cpu"
+[materials.glass]
+young = 1e7
+density = 2500.0
+restitution = 0.5
+friction = 0.5
+[[particles]]
+kind = "explicit"
+x = [[0.0, 0.5, 0.01]]
+radius = 0.002
+material = "glass"
+[contacts]
+law = "hertz-mindlin"
+[[meshes]]
+name = "inlet"
+shape = { kind = "rectangle", center = [0.0, 0.0, 0.2], u = [0.02, 0.0, 0.0], v = [0.0, 0.02, 0.0] }
+material = "glass"
+present = false
+[[insert]]
+surface = { mesh = "inlet", depth = 0.006 }
+radius = 0.002
+material = "glass"
+rate = 1000.0
+[fields]
+gravity = [0.0, 0.0, -9.81]
+"""
+    path = tmp_path / "inlet.toml"
+    path.write_text(scene)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert rows(tmp_path / "o")[-1]["inserted"] == 12
+    arrays, meta = load_checkpoint(str(tmp_path / "o" / "checkpoints" / "checkpoint.npz"))
+    x = arrays["x"][1:]
+    assert (np.abs(x[:, :2]) <= 0.02).all() and (x[:, 2] < 0.2 + 0.006).all()  # poured over the inlet, falling
+    assert meta["setup"]["absent"] == ["inlet"]  # a region only: not a boundary of the run
+    bad = scene.replace('mesh = "inlet", depth', 'mesh = "outlet", depth')
+    path.write_text(bad)
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "p"), "--quiet"]) == 2

@@ -1,8 +1,8 @@
 """Particles that enter and leave a run: insertion regions, outlets, and the edit that
 carries a running state over to a model of another particle set.
 
-A :class:`Insertion` pours particles into a region (:class:`Box`, :class:`Cylinder`) at a
-rate (particles or mass per unit time) or all at once, up to a total; an :class:`Outlet`
+A :class:`Insertion` pours particles into a region (:class:`Box`, :class:`Cylinder`, or
+the layer over a triangle mesh's faces, :class:`Surface`) at a rate (particles or mass per unit time) or all at once, up to a total; an :class:`Outlet`
 takes out the particles whose centres are in a region (or outside it: the domain). A
 run applies them between its blocks of steps, every ``every`` steps
 (:class:`granular.run.simulation.Simulation`'s ``feeds``), so the inserted count follows
@@ -76,7 +76,7 @@ from .placement import near_pairs
 from .stability import estimate_stable_step
 from .statefile import restore_state, state_arrays
 
-__all__ = ["Box", "Cluster", "Cylinder", "Insertion", "Ledger", "Obstacles", "Outlet", "match", "particle_set", "resize", "restore_feeds",
+__all__ = ["Box", "Cluster", "Cylinder", "Insertion", "Ledger", "Obstacles", "Outlet", "Surface", "match", "particle_set", "resize", "restore_feeds",
            "check_stable_step", "insertion_step"]
 
 
@@ -158,6 +158,62 @@ class Cylinder:
     def __repr__(self):
         return (f"Cylinder(center={self.center.tolist()}, axis={self.axis.tolist()}, radius={self.radius:g}, "
                 f"length={self.length:g})")  # fmt: skip
+
+
+class Surface:
+    """The layer of thickness ``depth`` [L] over the faces of a triangle mesh, on the side
+    its normals point to (``(b - a) × (c - a)``, right-handed about ``a, b, c``): an
+    insertion draws its centres over the faces, each face by its area, at a height between
+    ``radius`` and ``depth - radius`` (the particle wholly in the layer); an outlet takes
+    out the centres in the layer. The mesh is where it is at ``t = 0`` (a region does not
+    follow a moving mesh)."""
+
+    def __init__(self, mesh, depth):
+        tri = np.asarray(mesh.vertices, dtype=np.float64)[np.asarray(mesh.triangles)]
+        if len(tri) == 0:
+            raise ValueError("surface: the mesh has no triangles")
+        self.name = getattr(mesh, "name", "mesh")
+        self.depth = _positive("depth", depth)
+        self.a, self.ab, self.ac = tri[:, 0], tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+        cross = np.cross(self.ab, self.ac)
+        area = np.linalg.norm(cross, axis=1)
+        if not (area > 0).all():
+            raise ValueError(f"surface: mesh {self.name!r} has triangles of zero area (first: {int(np.argmin(area))})")
+        self.normal = cross / area[:, None]
+        self.cum = np.cumsum(area) / area.sum()
+
+    def contains(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        out = np.zeros(len(x), dtype=bool)
+        # the Gram matrix of each face's edges, for the projection's barycentric coordinates
+        d00, d01, d11 = (self.ab * self.ab).sum(1), (self.ab * self.ac).sum(1), (self.ac * self.ac).sum(1)
+        det = d00 * d11 - d01 * d01
+        for lo in range(0, len(x), 4096):
+            r = x[lo:lo + 4096, None, :] - self.a[None]  # (P, T, 3)
+            h = (r * self.normal[None]).sum(-1)
+            d20, d21 = (r * self.ab[None]).sum(-1), (r * self.ac[None]).sum(-1)
+            v = (d11 * d20 - d01 * d21) / det
+            w = (d00 * d21 - d01 * d20) / det
+            on = (h >= 0) & (h <= self.depth) & (v >= 0) & (w >= 0) & (v + w <= 1)
+            out[lo:lo + 4096] = on.any(axis=1)
+        return out
+
+    def fits(self, radius) -> bool:
+        return self.depth >= 2.0 * radius
+
+    def sample(self, rng, radius) -> np.ndarray:
+        """A centre over a face drawn by area, uniformly on it, at a height in
+        ``[radius, depth - radius]`` (four draws)."""
+        u = rng.random(4)
+        t = min(int(np.searchsorted(self.cum, u[0], side="right")), len(self.cum) - 1)
+        v, w = u[1], u[2]
+        if v + w > 1.0:
+            v, w = 1.0 - v, 1.0 - w
+        h = radius + u[3] * (self.depth - 2.0 * radius)
+        return self.a[t] + v * self.ab[t] + w * self.ac[t] + h * self.normal[t]
+
+    def __repr__(self):
+        return f"Surface(mesh {self.name!r}, {len(self.a)} faces, depth={self.depth:g})"
 
 
 #: The columns of a bond family as :class:`~granular.particles.builder.ModelBuilder`
@@ -358,8 +414,8 @@ class Cluster:
 
 
 def _region(value):
-    if not isinstance(value, (Box, Cylinder)):
-        raise ValueError(f"region: a Box or a Cylinder, got {type(value).__name__}")
+    if not isinstance(value, (Box, Cylinder, Surface)):
+        raise ValueError(f"region: a Box, a Cylinder or a Surface, got {type(value).__name__}")
     return value
 
 
@@ -368,8 +424,9 @@ class Insertion:
 
     Parameters
     ----------
-    region : Box or Cylinder
-        Where the centres are drawn (each particle wholly inside).
+    region : Box, Cylinder or Surface
+        Where the centres are drawn (each particle wholly inside; over a mesh's faces
+        for a :class:`Surface`).
     radius : float or (float, float)
         The radius [L], or the bounds of a uniform distribution of radii (not with
         ``cluster``).

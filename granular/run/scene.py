@@ -25,7 +25,7 @@ from ..bodies.scenes.validate import validate_bodies
 from ..errors import SceneError
 from ..particles.health import ENERGY_TOLERANCE
 from ..particles.builder import ModelBuilder
-from ..particles.feeds import Box, Cluster, Cylinder, Insertion, Outlet
+from ..particles.feeds import Box, Cluster, Cylinder, Insertion, Outlet, Surface
 from ..particles.forces.meshes import TriangleMesh
 from ..particles.packing import Specimen, dense_packing
 from ..particles.placement import near_pairs, overlap_problem, wall_problem
@@ -498,6 +498,15 @@ class CylinderRegion(_Strict):
 Box2 = Annotated[list[Vec3], Field(min_length=2, max_length=2)]
 
 
+class SurfaceRegion(_Strict):
+    """The layer of thickness ``depth`` over the faces of the ``[[meshes]]`` table named
+    ``mesh`` (on the side its normals point to), where it is at t = 0; the mesh may be
+    ``present = false``, a region only."""
+
+    mesh: Annotated[str, Field(min_length=1)]
+    depth: Positive
+
+
 class InsertTable(_Strict):
     """``[[insert]]``: particles poured in during the run
     (:class:`~granular.particles.feeds.Insertion`), into a ``box`` ``[lo, hi]`` or a
@@ -506,8 +515,9 @@ class InsertTable(_Strict):
     ``template = true``."""
 
     name: Annotated[str, Field(min_length=1)] | None = None
-    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
+    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder or surface)")
     cylinder: CylinderRegion | None = None
+    surface: SurfaceRegion | None = None
     radius: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)] | None = Field(
         None, description="a number > 0, or [lo, hi]: radii drawn uniformly between them (or give cluster)")
     material: Annotated[str, Field(min_length=1)] | None = None
@@ -530,8 +540,9 @@ class OutletTable(_Strict):
     ``inside = false``, outside it) leave the run (:class:`~granular.particles.feeds.Outlet`)."""
 
     name: Annotated[str, Field(min_length=1)] | None = None
-    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder)")
+    box: Box2 | None = Field(None, description="[[lo], [hi]]: the region's corners (or give cylinder or surface)")
     cylinder: CylinderRegion | None = None
+    surface: SurfaceRegion | None = None
     inside: bool = True
 
 
@@ -587,12 +598,21 @@ class Scene(_Strict):
     _folder: str | None = PrivateAttr(default=None)  # the scene file's folder (relative paths)
 
 
-def _feed_region(table, path):
-    if (table.box is None) == (table.cylinder is None):
-        raise SceneError([(path, "give the region as box = [[lo], [hi]] or as a cylinder table, one of them")])
+def _feed_region(table, path, scene=None, source="scene"):
+    if sum(r is not None for r in (table.box, table.cylinder, table.surface)) != 1:
+        raise SceneError([(path, "give the region as box = [[lo], [hi]], a cylinder table or a surface table, one "
+                           "of them")])  # fmt: skip
     try:
         if table.box is not None:
             return Box(table.box[0], table.box[1])
+        if table.surface is not None:
+            names = [m.name or f"mesh {k}" for k, m in enumerate(scene.meshes)]
+            if table.surface.mesh not in names:
+                raise SceneError([(f"{path}.surface.mesh", f"no [[meshes]] table named {table.surface.mesh!r}; "
+                                   f"named: {names}")])  # fmt: skip
+            mt = scene.meshes[names.index(table.surface.mesh)]
+            folder = scene._folder or (os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else None)
+            return Surface(mt.triangles(folder), table.surface.depth)
         c = table.cylinder
         return Cylinder(c.center, c.axis, c.radius, c.length)
     except ValueError as exc:
@@ -607,7 +627,7 @@ def scene_feeds(scene: Scene, source: str = "scene"):
     feeds, errors = [], []
     for k, t in enumerate(scene.outlets):
         try:
-            feeds.append(Outlet(_feed_region(t, f"outlets[{k}]"), inside=t.inside))
+            feeds.append(Outlet(_feed_region(t, f"outlets[{k}]", scene, source), inside=t.inside))
         except SceneError as exc:
             errors.extend(exc.errors)
     clusters = {}
@@ -615,7 +635,7 @@ def scene_feeds(scene: Scene, source: str = "scene"):
         try:
             if t.material is not None and t.material not in scene.materials:
                 raise ValueError(f"material: no material named {t.material!r}; defined: {sorted(scene.materials)}")
-            region = _feed_region(t, f"insert[{k}]")
+            region = _feed_region(t, f"insert[{k}]", scene, source)
             cluster = None
             if t.cluster is not None:
                 if t.cluster not in clusters:
