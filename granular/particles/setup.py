@@ -85,13 +85,10 @@ def boundary_names(builder) -> tuple[list, list]:
     return walls, meshes
 
 
-def _motion_of(builder, kind, k):
-    return builder._wall_motion[k] if kind == "wall" else builder._meshes[k]["motion"]
-
-
 def _new_motion(spec, t0, what, default_center):
-    """``(WallMotion or None, R(ω t0), c, c_0)``: the motion ``spec`` starting at ``t0``
-    laid out in the kernels' time (module docstring)."""
+    """``(motion, R(ω t0), c, c_0)``: the motion ``spec`` starting at ``t0`` laid out in
+    the kernels' time (module docstring): a :class:`WallMotion` about ``c``, the point
+    of its axis at ``t = 0``, of ``c_0``, the point at ``t0``."""
     velocity = spec.get("velocity")
     rows = None
     if velocity is not None:
@@ -126,15 +123,29 @@ def _apply_motion(b, spec) -> None:
         return
     k = meshes.index(name)
     m = dict(b._meshes[k])
+    key = (id(m["mesh"]), repr(sorted(spec.items())))
+    for mesh, k_, baked in _BAKED:  # the same mesh moved the same way: the same objects (their packing is kept)
+        if k_ == key and mesh is m["mesh"]:
+            m["mesh"], m["motion"] = baked
+            b._meshes[k] = m
+            return
     old = m["motion"]
     verts = _mesh_at(m["mesh"], old, t0)
     now = TriangleMesh(verts, m["mesh"].triangles, name=m["mesh"].name)
     motion, R, c, c0 = _new_motion(spec, t0, f"mesh {name!r}", now.center)
-    m["mesh"] = TriangleMesh(c + (verts - c0) @ R, m["mesh"].triangles, name=m["mesh"].name)
+    new = TriangleMesh(c + (verts - c0) @ R, m["mesh"].triangles, name=m["mesh"].name)
     if not motion.moves:
-        motion = WallMotion(None, None, m["mesh"].center, what=f"mesh {name!r}")
-    m["motion"] = motion
+        motion = WallMotion(None, None, new.center, what=f"mesh {name!r}")
+    _BAKED.insert(0, (m["mesh"], key, (new, motion)))
+    del _BAKED[16:]
+    m["mesh"], m["motion"] = new, motion
     b._meshes[k] = m
+
+
+#: Meshes laid out for their new motions (:func:`_apply_motion`), the last few: a run
+#: builds its model again at each edit of its particles, and a mesh's packing is kept
+#: for the same mesh object (:func:`granular.particles.forces.meshes.pack`).
+_BAKED: list = []
 
 
 def _mesh_at(mesh, motion, t):
