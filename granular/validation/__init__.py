@@ -18,6 +18,7 @@ STUDIES = {
     "agglomerate": "granular.validation.agglomerate",
     "drum": "granular.validation.drum",
     "hopper": "granular.validation.hopper",
+    "heap": "granular.validation.heap",
 }
 
 

@@ -118,29 +118,24 @@ def settle(model, h, t_max, chunk=0.05, progress=None):
     return s, t, rest, worst
 
 
-def repose_angle(x, radius, axis, sectors=SECTORS, lo=0.2, hi=0.8):
-    """The heap's flank slope [degrees] in ``sectors`` azimuthal sectors around the
-    vertical line through ``axis`` (x, y): in each sector the highest grain top
-    ``z + r`` per radial bin of one largest diameter, the surface points between
-    ``lo`` and ``hi`` of the heap's height, out from the axis up to the heap's foot (the
-    first bin below ``lo``), fitted by a line. Returns the angles (NaN where a sector has
+def flank_angles(distance, top, group, groups, width, lo=0.2, hi=0.8):
+    """The slope [degrees] of a heap's flanks: the grains split into ``groups`` (the
+    integer ``group`` of each, ``0 <= group < groups``: sectors around a cone's axis, or
+    the two sides of a slot's heap), ``distance`` each grain's horizontal distance from
+    the heap's axis and ``top`` its top (``z + r``). In each group the highest top per bin
+    of ``width`` in ``distance``; the surface points between ``lo`` and ``hi`` of the
+    heap's height (the highest top of all), out from the axis up to the heap's foot (the
+    first bin below ``lo``), fitted by a line. Returns the angles (NaN where a group has
     fewer than 3 such points) and the heap's height."""
-    x = np.asarray(x)
-    dx, dy = x[:, 0] - axis[0], x[:, 1] - axis[1]
-    rr = np.hypot(dx, dy)
-    top = x[:, 2] + radius
+    distance, top, group = np.asarray(distance), np.asarray(top), np.asarray(group)
     height = float(top.max())
-    phi = np.mod(np.arctan2(dy, dx), 2 * np.pi)
-    sector = np.minimum((phi / (2 * np.pi) * sectors).astype(int), sectors - 1)
-    width = 2.0 * float(radius.max())
-    nbin = int(rr.max() / width) + 1
-    angles = np.full(sectors, np.nan)
-    for k in range(sectors):
-        sel = sector == k
-        b = (rr[sel] / width).astype(int)
+    nbin = int(distance.max() / width) + 1
+    centres = (np.arange(nbin) + 0.5) * width
+    angles = np.full(groups, np.nan)
+    for k in range(groups):
+        sel = group == k
         surf = np.full(nbin, -np.inf)
-        np.maximum.at(surf, b, top[sel])
-        centres = (np.arange(nbin) + 0.5) * width
+        np.maximum.at(surf, (distance[sel] / width).astype(int), top[sel])
         # the heap: the bins out from the axis up to the first one whose surface is below
         # lo (grains that rolled away beyond the foot are not part of the flank)
         below = np.flatnonzero(surf <= lo * height)
@@ -150,6 +145,18 @@ def repose_angle(x, radius, axis, sectors=SECTORS, lo=0.2, hi=0.8):
             slope = np.polyfit(centres[ok], surf[ok], 1)[0]
             angles[k] = math.degrees(math.atan(-slope))
     return angles, height
+
+
+def repose_angle(x, radius, axis, sectors=SECTORS, lo=0.2, hi=0.8):
+    """The heap's flank slope [degrees] in ``sectors`` azimuthal sectors around the
+    vertical line through ``axis`` (x, y): :func:`flank_angles` with the grains' distance
+    from the axis, in radial bins of one largest diameter. Returns the angles (NaN where a
+    sector has fewer than 3 surface points) and the heap's height."""
+    x = np.asarray(x)
+    dx, dy = x[:, 0] - axis[0], x[:, 1] - axis[1]
+    phi = np.mod(np.arctan2(dy, dx), 2 * np.pi)
+    sector = np.minimum((phi / (2 * np.pi) * sectors).astype(int), sectors - 1)
+    return flank_angles(np.hypot(dx, dy), x[:, 2] + radius, sector, sectors, 2.0 * float(np.max(radius)), lo, hi)
 
 
 def pile(n=10_000, backend="cpu", seed=1, h=4e-5, t_fill=1.5, t_release=3.0, progress=None, dtype="float64") -> dict:
