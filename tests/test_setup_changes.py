@@ -190,6 +190,7 @@ def _box(walls=True):
     b.add_wall([1, 0, 0], 0.0, material="g", name="left", velocity=[[0.0, 0.0, 0.0, 0.0], [0.1, 0.02, 0.0, 0.0]],
                angular_velocity=[0.0, 0.3, 0.0], center=[0.0, 0.0, 0.05])  # fmt: skip
     b.add_wall([-1, 0, 0], -0.062, material="g", name="right")
+    b.expect_changes()
     if walls:
         b.add_mesh(gr.TriangleMesh.rectangle([0.03, -0.0001, 0.03], [0.06, 0, 0], [0, 0, 0.06], divisions=(2, 2)),
                    material="g", name="front", angular_velocity=[0.0, 1.0, 0.0])  # fmt: skip
@@ -317,8 +318,16 @@ def test_bad_changes_name_what_is_wrong(tmp_path):
     sim = gr.Simulation(m, s, tmp_path / "o", dt=2e-5)
     with pytest.raises(ValueError, match="feeds=\\[\\]"):
         sim.change(remove=["floor"])
+    closed = gr.ModelBuilder()
+    closed.add_particles([[0.0, 0.0, 1.0]], radius=0.5)
+    closed.add_wall([0, 0, 1], 0.0, k=10.0, name="floor")
+    m2 = closed.finalize("cpu")
+    with pytest.raises(ValueError, match="expect_changes"):
+        change_setup(m2, m2.state(), remove=["floor"])
     with pytest.raises(ValueError, match="name 'floor' is taken"):
         _box().add_wall([0, 0, 1], name="floor")
+    with pytest.raises(ValueError, match="a model of replicas keeps its set-up"):
+        gr.ModelBuilder.replicas([_box(walls=False), _box(walls=False)])
 
 
 def test_bad_stage_changes_name_the_field():
@@ -344,3 +353,92 @@ def test_a_stage_ends_after_so_many_insertions(tmp_path):
     # the pour stops at the first edit that brings the 30th particle (4 per edit), long
     # before the stage's 0.04 s (80 particles)
     assert 30 <= rs[-1]["inserted"] < 30 + 4
+
+
+def test_a_boundary_absent_from_the_start_comes_in_with_its_columns_and_frames(tmp_path):
+    """The only wall and the only mesh are declared absent: the series has their
+    columns and the frames their collections once a change puts them in; a run resumed
+    after the last wall went writes on into the same series."""
+    b = gr.ModelBuilder()
+    b.add_material("g", density=2500, young=1e7, poisson=0.3, restitution=0.5, friction=0.5)
+    b.add_particles([[0.0, 0.0, 0.02], [0.05, 0.0, 0.02]], radius=0.01, material="g")
+    b.set_gravity([0.0, 0.0, -9.81])
+    b.add_wall([0, 0, 1], 0.0, material="g", name="floor", present=False)
+    b.add_mesh(gr.TriangleMesh.rectangle([0.05, 0.0, 0.0], [0.03, 0, 0], [0, 0.03, 0]), material="g", name="pad",
+               present=False)  # fmt: skip
+    m = b.finalize("cpu")
+    assert m.force("walls") is None
+    sim = gr.Simulation(m, m.state(), tmp_path / "o", dt=2e-5, feeds=[], series_every=1e-3, output_every=5e-3)
+    sim.run(steps=200)
+    sim.change(add=["floor", "pad"])
+    sim.run(steps=4000)
+    rs = rows(tmp_path / "o")
+    assert rs[0]["U_pw"] == 0.0 and max(r["U_pw"] for r in rs) > 0.0  # the grains land on the floor and the pad
+    assert (tmp_path / "o" / "walls.pvd").exists() and (tmp_path / "o" / "meshes.pvd").exists()
+    sim.change(remove=["floor", "pad"])
+    sim.run(steps=200)
+    again = gr.Simulation.resume(b.finalize("cpu"), tmp_path / "o")
+    assert again.model.force("walls") is None
+    again.run(steps=200)
+    assert rows(tmp_path / "o")[-1]["U_pw"] == 0.0
+
+
+def test_inserted_clusters_survive_a_change_and_resume(tmp_path):
+    """A change of the set-up keeps what the feeds know of the particles that entered
+    (their bonds go on into the checkpoints), and the run resumes bit for bit."""
+    from granular.particles.feeds import Box, Cluster, Insertion
+
+    def build():
+        b = gr.ModelBuilder()
+        b.add_material("g", density=2500, young=1e7, poisson=0.3, restitution=0.5, friction=0.5)
+        b.add_particles([[0.0, 0.0, 0.003]], radius=0.002, material="g")
+        b.set_gravity([0.0, 0.0, -9.81])
+        b.add_wall([0, 0, 1], 0.0, material="g", name="floor")
+        b.expect_changes()
+        return b.finalize("cpu")
+
+    def feeds():
+        pair = Cluster([[-0.002, 0.0, 0.0], [0.002, 0.0, 0.0]], 0.002, "g", bonds=[[0, 1]], family={"ka": 2.0})
+        return [Insertion(Box([-0.02, -0.02, 0.01], [0.02, 0.02, 0.03]), cluster=pair, rate=500.0, seed=2)]
+
+    m = build()
+    sim = gr.Simulation(m, m.state(), tmp_path / "a", dt=2e-5, feeds=feeds(), feed_every=2e-3, checkpoint_every=4e-3)
+    sim.run(steps=400)
+    sim.change(gravity=[0.0, 0.0, -5.0])
+    sim.run(steps=400)
+    whole_x, whole_bonds = np.array(sim.state.x), m.n_bonds
+    assert whole_bonds >= 4
+    m2 = build()
+    sim2 = gr.Simulation(m2, m2.state(), tmp_path / "b", dt=2e-5, feeds=feeds(), feed_every=2e-3)
+    sim2.run(steps=400)
+    sim2.change(gravity=[0.0, 0.0, -5.0])
+    sim2.run(steps=200)
+    again = gr.Simulation.resume(build(), tmp_path / "b", feeds=feeds())
+    again.run(steps=200)
+    assert again.model.n_bonds == whole_bonds
+    assert np.array_equal(np.asarray(again.state.x), whole_x)
+
+
+@pytest.mark.parametrize("stop", [0.014, 0.016])
+def test_a_stage_ended_by_its_count_resumes_bit_for_bit(tmp_path, stop):
+    """until_inserted ends the stage at the edit that brings the count, inside the run
+    (no extra frames or rows); a run stopped there, or just before, and resumed ends it
+    at the same step."""
+    from test_stages import SCENE as FEEDS
+
+    text = FEEDS.replace('name = "fill"\nduration = 0.04', 'name = "fill"\nduration = 0.04\nuntil_inserted = 30')
+    text = text.replace("duration = 0.09", "duration = 0.03")
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    assert run(path, "--out", tmp_path / "whole") == 0
+    assert run(path, "--out", tmp_path / "part", "--time", stop) == 0
+    assert run(path, "--resume", tmp_path / "part" / "checkpoints" / "checkpoint.npz") == 0
+    a, ma = load_checkpoint(str(tmp_path / "whole" / "checkpoints" / "checkpoint.npz"))
+    b, mb = load_checkpoint(str(tmp_path / "part" / "checkpoints" / "checkpoint.npz"))
+    assert ma["stage"] == mb["stage"] and ma["stage"]["name"] == "drain"
+    for k in ("x", "v", "particle_ids", "contact_springs"):
+        assert np.array_equal(a[k], b[k]), k
+    whole = rows(tmp_path / "whole")
+    off = [r["time"] for r in whole if abs(r["time"] / 0.005 - round(r["time"] / 0.005)) > 1e-6]
+    assert off == [pytest.approx(ma["stage"]["start"])]  # one row off the grid: the fill's end
+    assert whole[-1] == rows(tmp_path / "part")[-1]

@@ -5,7 +5,7 @@ leaves a half-written output file."""
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .plots import plot_series
-from .series import SeriesWriter, read_series
+from .series import SeriesWriter, read_series, series_columns
 from .vtk import FrameWriter, MeshFrameWriter, WallFrameWriter, write_walls
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "load_checkpoint",
     "plot_series",
     "read_series",
+    "series_columns",
     "save_checkpoint",
     "write_walls",
 ]

@@ -61,6 +61,17 @@ def _parse(path: str) -> tuple[list[str], list[tuple[str, list[float]]]]:
     return cols, rows
 
 
+def series_columns(path: str) -> list[str]:
+    """The column names of the series at ``path`` (its header), or ``[]`` where there is
+    no such file."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            line = f.readline()
+    except FileNotFoundError:
+        return []
+    return _check_columns(line.rstrip("\n").split(",")) if line.endswith("\n") else []
+
+
 def read_series(path: str) -> dict[str, np.ndarray]:
     """Read the series at ``path``: one array per column, in file column order.
 

@@ -219,6 +219,9 @@ class ModelBuilder(ContactSettings):
             out._wall_names.extend(b._wall_names)
             if b._meshes:
                 raise ValueError("replicas: triangle meshes (add_mesh) are not supported in a model of replicas yet")
+            if b._setup is not None:
+                raise ValueError("replicas: a builder declares absent walls or meshes (present=False) or expects "
+                                 "changes of its set-up; a model of replicas keeps its set-up")  # fmt: skip
             offset += b._n
         out._n = offset
         order = sorted(first._materials, key=lambda k: first._materials[k][0])

@@ -296,21 +296,24 @@ class ContactSettings:
 
     def expect_changes(self) -> None:
         """Say that a run of the model will change its set-up
-        (:mod:`granular.particles.setup`: ``Simulation.change``, a scene's ``[[stages]]``):
-        the model then keeps the walls' work (the series' ``work_walls``) and a gravity
-        field (zero if none was set), so that a new motion or gravity has its column in
-        the series from the first row. Walls and meshes may be taken away and put back
-        without it."""
+        (:mod:`granular.particles.setup`: ``Simulation.change``, a scene's ``[[stages]]``),
+        as a change requires: the model then keeps the walls' work (the series'
+        ``work_walls``), draws its walls and meshes at every frame, and has a gravity
+        field (zero if none was set), so that the series and the frames have what a
+        change may bring from the first row. A wall or mesh declared ``present=False``
+        implies it (but for the gravity field)."""
         self._open("expect_changes")
         if self._setup is None:
             self._setup = Setup()
+        self._keep_work = True
         if self._gravity is None:
             self._gravity = np.zeros(3)
 
     def _declare_absent(self, name, present) -> None:
-        if not present:
+        if not present:  # a change will put it in: the model expects changes
             old = self._setup or Setup()
             self._setup = Setup(old.absent + [name], list(old.motions), old.gravity)
+            self._keep_work = True
 
     def _boundary_name(self, name, default) -> str:
         """``name`` checked (a string no wall or mesh has yet), or ``default``."""

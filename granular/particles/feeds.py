@@ -188,14 +188,15 @@ class Surface:
         # the Gram matrix of each face's edges, for the projection's barycentric coordinates
         d00, d01, d11 = (self.ab * self.ab).sum(1), (self.ab * self.ac).sum(1), (self.ac * self.ac).sum(1)
         det = d00 * d11 - d01 * d01
-        for lo in range(0, len(x), 4096):
-            r = x[lo:lo + 4096, None, :] - self.a[None]  # (P, T, 3)
+        step = max(1, (1 << 20) // len(self.a))  # points per chunk: (P, T, 3) temporaries of 24 MiB at most
+        for lo in range(0, len(x), step):
+            r = x[lo:lo + step, None, :] - self.a[None]  # (P, T, 3)
             h = (r * self.normal[None]).sum(-1)
             d20, d21 = (r * self.ab[None]).sum(-1), (r * self.ac[None]).sum(-1)
             v = (d11 * d20 - d01 * d21) / det
             w = (d00 * d21 - d01 * d20) / det
             on = (h >= 0) & (h <= self.depth) & (v >= 0) & (w >= 0) & (v + w <= 1)
-            out[lo:lo + 4096] = on.any(axis=1)
+            out[lo:lo + step] = on.any(axis=1)
         return out
 
     def fits(self, radius) -> bool:

@@ -123,7 +123,8 @@ def _apply_motion(b, spec) -> None:
         return
     k = meshes.index(name)
     m = dict(b._meshes[k])
-    key = (id(m["mesh"]), repr(sorted(spec.items())))
+    was = m["motion"]
+    key = (id(m["mesh"]), repr(sorted(spec.items())), repr((was.rows.tolist(), was.omega.tolist(), was.center.tolist())))
     for mesh, k_, baked in _BAKED:  # the same mesh moved the same way: the same objects (their packing is kept)
         if k_ == key and mesh is m["mesh"]:
             m["mesh"], m["motion"] = baked
@@ -165,7 +166,6 @@ def configured(builder, setup: Setup):
     then the absent walls and meshes left out. The copy's own set-up is none."""
     b = builder._copy()
     b._setup = None
-    b._keep_work = True  # the series keeps work_walls however the walls move or rest
     b._walls, b._wall_motion, b._wall_overlap = list(b._walls), list(b._wall_motion), list(b._wall_overlap)
     b._wall_names = boundary_names(builder)[0]
     b._meshes = [dict(m, name=n) for m, n in zip(b._meshes, boundary_names(builder)[1])]
@@ -195,6 +195,10 @@ def check_change(builder, setup: Setup, add=(), remove=(), motions=None, gravity
     known = walls + meshes
     if builder._replica_counts is not None:
         raise ValueError("a model of replicas keeps its walls: its set-up cannot change during a run")
+    if builder._setup is None:
+        raise ValueError("this model was not told that its set-up would change: call ModelBuilder.expect_changes() "
+                         "before finalize (a scene whose stages change the set-up does), so that its series and "
+                         "frames have the walls' and meshes' columns and collections from the start")  # fmt: skip
     new = setup.copy()
     for what, names in (("add", add), ("remove", remove)):
         if isinstance(names, str):
@@ -206,11 +210,6 @@ def check_change(builder, setup: Setup, add=(), remove=(), motions=None, gravity
     if both:
         raise ValueError(f"add and remove both name {sorted(both)}")
     new.absent = [n for n in known if (n in new.absent or n in remove) and n not in add]
-    if motions and builder._setup is None and not any(m is not None and m.moves for m in builder._wall_motion) \
-            and not any(m["motion"].moves for m in builder._meshes):  # fmt: skip
-        raise ValueError("motions: every wall and mesh of this model was at rest from the start, so its series has "
-                         "no work_walls column for a motion's work; call ModelBuilder.expect_changes() before "
-                         "finalize")  # fmt: skip
     for name, spec in (motions or {}).items():
         if name not in known:
             raise ValueError(f"motions: no wall or mesh named {name!r}; named: {known}")
@@ -257,7 +256,7 @@ def change_setup(model, state, add=(), remove=(), motions=None, gravity=None) ->
     _check_put_back(cfg, model, state, set(old_setup.absent) - set(setup.absent))
     arrays = state_arrays(model, state)
     new = nb.finalize(model.backend, model.dtype, placement=False)
-    new.ids, new.next_id = model.ids, model.next_id
+    _carry(model, new)
     fresh = new.state()
     out = dict(arrays)
     out["wall_springs"] = _carried_history(builder, old_setup, setup, arrays["wall_springs"], fresh, t0)
@@ -272,6 +271,17 @@ def change_setup(model, state, add=(), remove=(), motions=None, gravity=None) ->
     model.__dict__.update(new.__dict__)
     state.__dict__.update(fresh.__dict__)
     state._engine = None
+
+
+#: What a running model holds beyond what ``finalize`` makes: each particle's number, the
+#: next number, the first number of the particles that entered (granular.particles.feeds).
+_CARRIED = ("ids", "next_id", "first_entered")
+
+
+def _carry(model, new) -> None:
+    for name in _CARRIED:
+        if hasattr(model, name):
+            setattr(new, name, getattr(model, name))
 
 
 def _check_put_back(cfg, model, state, back) -> None:
@@ -360,6 +370,6 @@ def restore_setup(model, saved) -> None:
         raise ValueError(f"checkpoint: its set-up names walls or meshes this model does not have: {missing}; "
                          f"named: {known}")  # fmt: skip
     new = nb.finalize(model.backend, model.dtype, placement=False)
-    new.ids, new.next_id = model.ids, model.next_id
+    _carry(model, new)
     model.__dict__.clear()
     model.__dict__.update(new.__dict__)

@@ -225,6 +225,10 @@ class ParticleSystem:
         row = series_row(self.model, self.state, self.by_contacts, states=self.ledger is None)
         if self.ledger is not None:
             row.update(self.ledger.columns())
+            b = self.model.builder
+            if b is not None and b._setup is not None and sum(boundary_names(b), []):
+                row.setdefault("U_pw", 0.0)  # walls or meshes a change may bring
+                row.setdefault("work_walls", 0.0)
             self.ledger.pad(row, self.feeds)  # the columns the series has or may come to have
         return row
 

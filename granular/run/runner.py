@@ -317,6 +317,8 @@ class Runner:
                         if checked:
                             s.keep()
                             self._kept = s.step_count
+                        if self.end_step != end:  # an edit ended the run here: what is due at an end is due now
+                            due = [w for w in timed if w.trigger.due(k, self.end_step)]
                     row = self._check() if any(getattr(w, "checked", True) for w in due) else None
                     for w in due:
                         w.write(self, row if getattr(w, "checked", True) else None)

@@ -21,7 +21,7 @@ from .._version import __version__
 from ..checks import field_path, schema_message
 from ..compiling import CompileNotice
 from ..errors import StepSizeError
-from ..io import load_checkpoint, save_checkpoint
+from ..io import load_checkpoint, save_checkpoint, series_columns
 from ..particles.feeds import Ledger, check_stable_step, match, restore_feeds
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.integrators.engine import check_state
@@ -33,7 +33,7 @@ from .folder import clear, plan_out_dir, resume_dir_problem, resume_out_dir
 from .progress import Progress
 from .runner import Callback, Periodic, Runner, end_step
 from .scene import RunTable
-from .writers import cadences, checkpoint_path, folder_writers
+from .writers import Feeds, cadences, checkpoint_path, folder_writers
 
 __all__ = ["BodyRun", "Simulation", "load_state", "run_sampled", "save_state"]
 
@@ -205,6 +205,7 @@ class Simulation:
         self.feeds = None if feeds is None else list(feeds)
         self.ledger = None if feeds is None else Ledger()
         self.stage = None  # in a staged run: {"index", "start", "name"} (granular.run.stages)
+        self.stop_when = None  # a staged run's test that ends the run at an edit of the feeds
         if model.builder is None and feeds is not None:
             raise ValueError("feeds: the model was not made by ModelBuilder.finalize; its particle set cannot change")
 
@@ -238,6 +239,12 @@ class Simulation:
             # checkpoint, what a later resume compares) says so
             scene = dict(scene, run={**(scene.get("run") or {}), **sim_keys})
         kwargs.setdefault("scene", scene or None)
+        saved = meta.get("feeds")
+        if saved is not None and kwargs.get("feeds") is None:  # an open run goes on open
+            if saved.get("each"):
+                raise ValueError(f"resume: the run had {len(saved['each'])} insertions and outlets; give them "
+                                 "(feeds=[...]) in the same order")  # fmt: skip
+            kwargs["feeds"] = []
         out = resume_out_dir(path) if out is None else out
         sim = cls(model, state, out, resume=True, **kwargs)
         sim._health_start = meta.get("health")
@@ -334,6 +341,12 @@ class Simulation:
                                 ledger=self.ledger)  # fmt: skip
         system.stage = self.stage
         writers = folder_writers(self.out_dir, self.run_table, total_steps, self.scene_dict, self.feed_steps)
+        for w in writers:
+            if isinstance(w, Feeds):
+                w.stop_when = self.stop_when
+        if resumed and self.ledger is not None and not getattr(self.ledger, "seen", None):
+            # the columns the series has (a force a change took away reads zero in them)
+            self.ledger.seen = series_columns(os.path.join(self.out_dir, "series.csv"))
         self.runner = Runner(system, self.run_table.dt, writers, Progress(total_steps, self.quiet, self.log_json))
         self._written = True
         try:
@@ -359,8 +372,9 @@ def save_state(path, model, state, **meta) -> str:
 
 def load_state(path, model, state=None, with_meta=False):
     """The checkpoint ``path`` (of :func:`save_state` or of a run folder) restored into
-    ``state`` (default: a new ``model.state()``); returns the state, and the checkpoint's
-    metadata with ``with_meta``. ``ValueError`` when the checkpoint does not fit the
+    ``state`` (default: a new ``model.state()``; always a new one where the run changed
+    its set-up or its particle set, which ``model`` takes); returns the state, and the
+    checkpoint's metadata with ``with_meta``. ``ValueError`` when the checkpoint does not fit the
     model (particles, bonds, dtype, contact law). Bit for bit on the backend that wrote
     it; on another backend the arrays are the same, the next steps may differ in the
     last bits."""

@@ -88,6 +88,13 @@ def _change(scene, st, where, errors):
             if name not in names:
                 errors.append((f"{where}.{field}[{j}]" if field != "motions" else f"{where}.motions[{j}].name",
                                f"no wall or mesh named {name!r}; named: {names}"))  # fmt: skip
+    for name in sorted(set(st.add) & set(st.remove)):
+        errors.append((f"{where}.add", f"{name!r} is also in remove: put a wall in or take it away, not both"))
+    seen = set()
+    for j, m in enumerate(st.motions):
+        if m.name in seen:
+            errors.append((f"{where}.motions[{j}].name", f"{m.name!r} has a motion earlier in this stage; give one"))
+        seen.add(m.name)
     motions = {m.name: {k: getattr(m, k) for k in ("velocity", "angular_velocity", "center")} for m in st.motions}
     if not (st.add or st.remove or motions or st.gravity is not None):
         return None
@@ -103,7 +110,13 @@ def run_stages(sim, stages, total, resumed=False, health_start=None, where=None)
     """Run ``sim`` (a :class:`~granular.run.simulation.Simulation` with feeds) through
     ``stages`` up to the absolute step ``total`` at most; ``where``: a checkpoint's
     ``meta["stage"]`` (the stage it was written in, its start and the ledger's counts
-    then) when resuming. Returns the last ``run.json`` dict."""
+    then) when resuming. Returns the last ``run.json`` dict.
+
+    A stage's counts (``until_inserted``, ``until_removed``) are checked after each
+    edit of the feeds, inside the run (its last row and checkpoint are then at that
+    edit); ``kinetic_below`` at the series rows, which fall on whole multiples of the
+    row cadence. A run resumed at such a point checks there first, as the run that went
+    through did, so that it ends the stage at the same step."""
     state = sim.state
     index, start = 0, state.time
     counts = _counts(sim)
@@ -112,38 +125,56 @@ def run_stages(sim, stages, total, resumed=False, health_start=None, where=None)
         counts = (float(where.get("inserted0", 0.0)), float(where.get("removed0", 0.0)))
     info = None
     h = float(sim.model.dtype.type(sim.run_table.dt))
-    row_dt = sim.cadences(total)[1] * h or sim.run_table.dt * 100
-    for k in range(index, len(stages)):
-        st = stages[k]
-        for i, f in enumerate(sim.feeds or []):
-            f.active = i in st.active
-        if k != index or not where:  # entered now (a resumed stage made its change already)
-            counts = _counts(sim)
-            if st.change is not None:
-                sim.change(**st.change)
-        sim.stage = {"index": k, "start": start, "name": st.name, "inserted0": counts[0], "removed0": counts[1]}
-        end = min(total, _step_at(sim, st.end_time(start), h))
-        while state.step < end:
-            stop = end
-            if st.kinetic_below is not None:
-                stop = min(stop, _step_at(sim, state.time + row_dt, h))
-            if st.until_inserted is not None or st.until_removed is not None:
-                stop = min(stop, state.step + max(1, sim.feed_steps - state.step % max(1, sim.feed_steps)))
-            info = sim.execute(state, stop, resumed=resumed, health_start=health_start)
-            resumed, health_start = True, sim._health_start
-            if info.get("interrupted"):
-                return info
-            if st.kinetic_below is not None and _kinetic(sim.model, state) < st.kinetic_below:
+    row_steps = max(1, sim.cadences(total)[1] or 100)
+    try:
+        for k in range(index, len(stages)):
+            st = stages[k]
+            for i, f in enumerate(sim.feeds or []):
+                f.active = i in st.active
+            entered = k != index or not where  # a resumed stage made its change already
+            if entered:
+                counts = _counts(sim)
+                if st.change is not None:
+                    sim.change(**st.change)
+            sim.stage = {"index": k, "start": start, "name": st.name, "inserted0": counts[0], "removed0": counts[1]}
+            sim.stop_when = _count_reached(st, counts, sim.ledger)
+            end = min(total, _step_at(sim, st.end_time(start), h))
+            ended = not entered and state.time > start + 0.5 * h and (
+                (sim.stop_when is not None and sim.stop_when(None))
+                or (st.kinetic_below is not None and state.step % row_steps == 0
+                    and _kinetic(sim.model, state) < st.kinetic_below))  # fmt: skip
+            while state.step < end and not ended:
+                stop = end
+                if st.kinetic_below is not None:  # to the next row on the cadence's grid
+                    stop = min(stop, (state.step // row_steps + 1) * row_steps)
+                info = sim.execute(state, stop, resumed=resumed, health_start=health_start)
+                resumed, health_start = True, sim._health_start
+                if info.get("interrupted"):
+                    return info
+                if state.step < stop:  # a count was reached inside the run
+                    break
+                if st.kinetic_below is not None and _kinetic(sim.model, state) < st.kinetic_below:
+                    break
+            start = state.time
+            if state.step >= total:
                 break
-            now = _counts(sim)
-            if st.until_inserted is not None and now[0] - counts[0] >= st.until_inserted:
-                break
-            if st.until_removed is not None and now[1] - counts[1] >= st.until_removed:
-                break
-        start = state.time
-        if state.step >= total:
-            break
+    finally:
+        sim.stop_when = None
     return info
+
+
+def _count_reached(st, counts, ledger):
+    """The test of ``st``'s counts since its start (``counts``: the ledger's then) that
+    the feeds' edits call; None without counts."""
+    if st.until_inserted is None and st.until_removed is None:
+        return None
+
+    def reached(_system=None) -> bool:
+        v = ledger.values
+        return (st.until_inserted is not None and v["inserted"] - counts[0] >= st.until_inserted) or \
+            (st.until_removed is not None and v["removed"] - counts[1] >= st.until_removed)  # fmt: skip
+
+    return reached
 
 
 def _counts(sim) -> tuple:

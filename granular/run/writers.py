@@ -136,10 +136,15 @@ class Frames:
         meshes = getattr(s, "meshes_frame", None) is not None and s.meshes_frame() is not None
         if resumed:
             self.queue = FrameQueue(FrameWriter.resume(self.out_dir, after_time=s.time))
+            # walls or meshes that a change of the set-up brought in: their collection begins now
             if moving:
-                self.walls = WallFrameWriter.resume(self.out_dir, after_time=s.time)
+                self.walls = (WallFrameWriter.resume(self.out_dir, after_time=s.time)
+                              if os.path.exists(os.path.join(self.out_dir, WallFrameWriter.pvd_name))
+                              else WallFrameWriter(self.out_dir))  # fmt: skip
             if meshes:
-                self.meshes = MeshFrameWriter.resume(self.out_dir, after_time=s.time)
+                self.meshes = (MeshFrameWriter.resume(self.out_dir, after_time=s.time)
+                               if os.path.exists(os.path.join(self.out_dir, MeshFrameWriter.pvd_name))
+                               else MeshFrameWriter(self.out_dir))  # fmt: skip
             return
         self.queue = FrameQueue(FrameWriter(self.out_dir))
         if moving:
@@ -183,9 +188,14 @@ class Feeds:
 
     def __init__(self, every):
         self.trigger = Periodic(every, at_end=False)
+        #: a callable of the system, true when the run should end after this edit (a
+        #: stage's count of particles reached: granular.run.stages); None for none
+        self.stop_when = None
 
     def before(self, runner):
         runner.system.apply_feeds()
+        if self.stop_when is not None and self.stop_when(runner.system):
+            runner.end_step = runner.system.step_count  # the run ends here, its last row and checkpoint now
 
     def write(self, runner, row):
         pass
