@@ -5,9 +5,9 @@ uniform in ``[0.8, 1] r``, ``r = 0.01``, soft grains ``E = 1e7``, ``ν = 0.3``,
 ``ρ = 2500``, restitution 0.3, sliding friction ``μ = 0.5``, rolling resistance
 ``μ_r = 0.1``, twisting 0.05; SI units) start on a jittered loose lattice inside a
 square column of side ``L`` standing on a rough floor (``z = 0``, the same material),
-fall and settle under gravity (**fill**). Then the four side walls are taken away (the
-positions, velocities, spins and orientations carried into a model without them; the
-springs of the settled contacts restart from zero) and the column slumps into a heap
+fall and settle under gravity (**fill**). Then the four side walls are taken away
+(:func:`granular.particles.setup.change_setup`: the grains keep their state and their
+contacts' springs, those with the side walls go) and the column slumps into a heap
 (**release**). Each phase runs until the grains rest: the largest grain speed below
 ``v_rest`` (1 mm/s, a thousandth of the fall speed) or ``t_max``.
 
@@ -21,10 +21,10 @@ heap has a flank (a slope steeper than 10° and below 60°, the spread over sect
 ends below the angle of a poured heap (``docs/contacts.md`` compares it with Zhou et al.
 (2002)'s correlation for poured heaps).
 
-Measured (10^4 grains, the default; 430 s on 2 CPU cores): at rest after 1.25 s and
-1.85 s, a heap 0.158 m high with a 15.0° flank (2.7° between sectors), energy balance
-4.4e-4. ``--quick`` builds 1500 grains (about 40 s), a heap a few grains high whose
-angle is reported, not checked.
+Measured (10^4 grains, the default; 262 s on 2 CPU cores, 2026-11-27): at rest after
+0.90 s and 2.00 s, a 15.5° flank (5.4° between sectors), energy balance 5.1e-4.
+``--quick`` builds 1500 grains (about 20 s), a heap a few grains high whose angle is
+reported, not checked.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import numpy as np
 from ..particles.diagnostics import kinetic_energy_rotational, kinetic_energy_translational
 from ..particles.integrators import ExplicitIntegrator
 from ..particles.builder import ModelBuilder
+from ..particles.setup import change_setup
 from ..particles.system import DISSIPATED
 from .report import Check, Report
 
@@ -72,17 +73,20 @@ def fall_time(n, seed=1) -> float:
     return math.sqrt(2.0 * float((x[:, 2] + radius).max()) / G)
 
 
-def _builder(x, radius, side, walls, v=(0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), q=None):
+#: The column's four side walls, taken away at the release.
+SIDES = ("x-", "x+", "y-", "y+")
+
+
+def _builder(x, radius, side):
     b = ModelBuilder()
     b.add_material("grain", **MATERIAL)
-    b.add_particles(x, v=v, omega=omega, orientation=q, radius=radius, material="grain")
-    # the heap is rebuilt from settled states, whose grains press on each other and the floor
-    b.set_contacts(allow_initial_overlap=True)
-    b.add_wall([0.0, 0.0, 1.0], 0.0, material="grain", allow_initial_overlap=True)
-    if walls:
-        for normal, offset in (([1, 0, 0], 0.0), ([-1, 0, 0], -side), ([0, 1, 0], 0.0), ([0, -1, 0], -side)):
-            b.add_wall(normal, offset, material="grain", allow_initial_overlap=True)
+    b.add_particles(x, radius=radius, material="grain")
+    b.set_contacts()
+    b.add_wall([0.0, 0.0, 1.0], 0.0, material="grain", name="floor")
+    for name, normal, offset in zip(SIDES, ([1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]), (0.0, -side, 0.0, -side)):
+        b.add_wall(normal, offset, material="grain", name=name)
     b.set_gravity([0.0, 0.0, -G])
+    b.expect_changes()  # the side walls go at the release (granular.particles.setup)
     return b
 
 
@@ -93,13 +97,13 @@ def _energy(model, s):
     return total, sum(d[k] for k in DISSIPATED)
 
 
-def settle(model, h, t_max, chunk=0.05, progress=None):
-    """Advance ``model`` from its initial state until the fastest grain is slower than
-    :data:`V_REST` (checked every ``chunk`` of time) or ``t_max``; returns the state, the
-    time reached, whether it rests, and the largest ``|E + dissipated - E0|`` [M L²/T²] of the
-    checks."""
+def settle(model, h, t_max, chunk=0.05, progress=None, state=None):
+    """Advance ``model`` from ``state`` (default: its initial state) until the fastest
+    grain is slower than :data:`V_REST` (checked every ``chunk`` of time) or for
+    ``t_max``; returns the state, the time it ran, whether it rests, and the largest
+    ``|E + dissipated - E0|`` [M L²/T²] of the checks."""
     integ = ExplicitIntegrator("verlet")
-    s = model.state()
+    s = model.state() if state is None else state
     integ.prepare(model, s)
     e0, d0 = _energy(model, s)
     steps = max(1, round(chunk / h))
@@ -163,26 +167,26 @@ def pile(n=10_000, backend="cpu", seed=1, h=4e-5, t_fill=1.5, t_release=3.0, pro
     """Fill, release and measure (see the module docstring); the heap's grain centres and
     radii are returned as ``positions`` and ``radii``, the steps taken as ``steps``."""
     x, radius, side = _column(n, seed)
-    m1 = _builder(x, radius, side, walls=True).finalize(backend, dtype=np.dtype(dtype))
-    s1, t1, rest1, err1 = settle(m1, h, t_fill, progress=progress and (lambda t, v: progress("fill", t, v)))
-    be = m1.backend
-    x1 = be.to_host(s1.x).copy()
-    top1 = float((x1[:, 2] + radius).max())
-    m2 = _builder(x1, radius, side, walls=False, v=be.to_host(s1.v), omega=be.to_host(s1.omega),
-                  q=be.to_host(s1.q)).finalize(backend, dtype=np.dtype(dtype))  # fmt: skip
-    s2, t2, rest2, err2 = settle(m2, h, t_release, progress=progress and (lambda t, v: progress("release", t, v)))
+    m = _builder(x, radius, side).finalize(backend, dtype=np.dtype(dtype))
+    s1, t1, rest1, err1 = settle(m, h, t_fill, progress=progress and (lambda t, v: progress("fill", t, v)))
+    be = m.backend
+    top1 = float((be.to_host(s1.x)[:, 2] + radius).max())
+    # the release: the side walls go, everything else (the contacts' springs too) stays
+    change_setup(m, s1, remove=list(SIDES))
+    s2, t2, rest2, err2 = settle(m, h, t_release, progress=progress and (lambda t, v: progress("release", t, v)),
+                                 state=s1)  # fmt: skip
     x2 = be.to_host(s2.x)
     # the energy scale: the potential energy released by the fall and the slump
-    released = float(G * (be.to_host(m1.mass) * (x[:, 2] - x2[:, 2])).sum())
+    released = float(G * (be.to_host(m.mass) * (x[:, 2] - x2[:, 2])).sum())
     angles, height = repose_angle(x2, radius, (side / 2.0, side / 2.0))
-    ke = kinetic_energy_translational(m2, s2) + kinetic_energy_rotational(m2, s2)
+    ke = kinetic_energy_translational(m, s2) + kinetic_energy_rotational(m, s2)
     return {"N": n, "column_side": side, "fill_time": t1, "fill_rests": rest1, "fill_height": top1,
             "release_time": t2, "release_rests": rest2, "heap_height": height,
             "heap_radius": float(np.hypot(x2[:, 0] - side / 2, x2[:, 1] - side / 2).max()),
             "angles": angles.tolist(), "angle_mean": float(np.nanmean(angles)),
             "angle_spread": float(np.nanmax(angles) - np.nanmin(angles)),
             "energy_error": max(err1, err2) / released, "kinetic_at_rest": ke / released,
-            "released_potential": released, "steps": s1.step + s2.step, "positions": x2.copy(),
+            "released_potential": released, "steps": s2.step, "positions": x2.copy(),
             "radii": radius}  # fmt: skip
 
 
