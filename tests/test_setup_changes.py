@@ -442,3 +442,34 @@ def test_a_stage_ended_by_its_count_resumes_bit_for_bit(tmp_path, stop):
     off = [r["time"] for r in whole if abs(r["time"] / 0.005 - round(r["time"] / 0.005)) > 1e-6]
     assert off == [pytest.approx(ma["stage"]["start"])]  # one row off the grid: the fill's end
     assert whole[-1] == rows(tmp_path / "part")[-1]
+
+
+def test_the_gpu_backend_changes_the_setup_as_the_cpu_does(gpu_backend, tmp_path):
+    """On the GPU backend (the simulator in CI), with graphs: a wall taken away, a mesh
+    set turning and gravity changed between runs give the CPU's trajectory to round-off."""
+
+    def build(backend):
+        b = gr.ModelBuilder()
+        b.add_material("g", density=2500, young=1e7, poisson=0.3, restitution=0.5, friction=0.5)
+        x = np.stack(np.meshgrid(np.arange(3), np.arange(3), np.arange(2), indexing="ij"), -1).reshape(-1, 3)
+        b.add_particles(x * 0.0205 + 0.0102, v=[0.2, 0.0, 0.0], radius=0.01, material="g")  # onto the right wall
+        b.set_gravity([3.0, 0.0, -9.81])
+        b.add_wall([0, 0, 1], 0.0, material="g", name="floor")
+        b.add_wall([-1, 0, 0], -0.062, material="g", name="right")
+        b.add_mesh(gr.TriangleMesh.rectangle([0.03, -0.0001, 0.03], [0.06, 0, 0], [0, 0, 0.06]), material="g",
+                   name="front")  # fmt: skip
+        b.expect_changes()
+        return b.finalize(backend)
+
+    out = []
+    for k, backend in enumerate(("cpu", gpu_backend)):
+        m = build(backend)
+        sim = gr.Simulation(m, m.state(), tmp_path / f"r{k}", dt=2e-5, feeds=[])
+        sim.run(steps=300)
+        touching = np.abs(np.asarray(m.backend.to_host(sim.state.wall_springs))[:, 1]).sum()
+        sim.change(remove=["right"], motions={"front": {"angular_velocity": [0.0, 1.0, 0.0]}}, gravity=[0, 0, -5.0])
+        sim.run(steps=300)
+        out.append((touching, np.asarray(m.backend.to_host(sim.state.x)), m.force("walls").count))
+    assert out[0][0] > 0  # the grains pressed on the wall taken away
+    assert out[0][2] == out[1][2] == 1
+    assert np.allclose(out[0][1], out[1][1], rtol=0, atol=1e-12)
