@@ -5,14 +5,12 @@ carried; the ledger's ``E_setup`` keeps the energy balance; a staged run that ch
 set-up resumes bit for bit from a checkpoint in any stage; bad input names the field."""
 
 import copy
-import csv
 import tomllib
 
 import numpy as np
 import pytest
 
 import granular as gr
-from granular import cli
 from granular.errors import SceneError
 from granular.io import load_checkpoint
 from granular.particles.builder import ModelBuilder
@@ -24,6 +22,7 @@ from granular.particles.setup import Setup, _carried_history, change_setup, conf
 from granular.run.scene import parse_scene
 from granular.run.stages import stage_plan
 from kernels.meshes import HISTORY_SLOTS, SLOTS
+from test_stages import rows, run
 
 SCENE = """
 name = "gate"
@@ -114,20 +113,11 @@ angular_velocity = [0.0, 0.0, -0.3]
 """
 
 
-def rows(out):
-    with open(out / "series.csv") as fh:
-        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
 @pytest.fixture
 def scene(tmp_path):
     path = tmp_path / "gate.toml"
     path.write_text(SCENE)
     return path
-
-
-def run(*args):
-    return cli.main(["run", *map(str, args), "--quiet"])
 
 
 @pytest.fixture(scope="module")

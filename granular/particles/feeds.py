@@ -577,12 +577,7 @@ class Insertion:
         builder = obstacles.builder
         if self.cluster is not None:
             return self._draw_clusters(time, obstacles)
-        wanted = self.wanted(time)
-        target_mass = None
-        if wanted is None:
-            t = min(time, self.stop) - self.start
-            target_mass = self.mass_rate * t if t >= 0 else 0.0
-            wanted = math.inf if self.total is None else self.total - self.count
+        wanted, target_mass = self._target(time)
         out = {"x": [], "radius": [], "mass": [], "inertia": []}
         while len(out["x"]) < wanted:
             r = self._next_radius()
