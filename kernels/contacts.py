@@ -132,20 +132,15 @@ def build(jit, law, bond_fns, meshes=False):
         return i < j
 
     @jit
-    def separation(i, j, x, period):
-        """``d = x_lo - x_hi`` for the pair ``(i, j)`` in canonical order (:func:`first`)
-        and its square ``|d|²``; in a periodic box (``period`` not empty) the minimum image
-        (:func:`kernels.laws.min_image`, odd in ``d``, so both ends still get the same
-        bits). (The branches do not merge ``i`` and ``j`` into one variable: Numba's
-        parallel loop index is unsigned.)"""
-        if first(i, j, x):
-            d1 = x[i, 0] - x[j, 0]
-            d2 = x[i, 1] - x[j, 1]
-            d3 = x[i, 2] - x[j, 2]
-        else:
-            d1 = x[j, 0] - x[i, 0]
-            d2 = x[j, 1] - x[i, 1]
-            d3 = x[j, 2] - x[i, 2]
+    def offset(i, j, x, period):
+        """``x_i - x_j`` (the minimum image in a periodic box, :func:`kernels.laws.min_image`)
+        and its square, without the canonical order: only a pair in contact needs it
+        (:func:`canonical`). The square is the same bits either way round (a difference
+        and the minimum image are exactly odd in ``d``). (No branch merges ``i`` and ``j``
+        into one variable: Numba's parallel loop index is unsigned.)"""
+        d1 = x[i, 0] - x[j, 0]
+        d2 = x[i, 1] - x[j, 1]
+        d3 = x[i, 2] - x[j, 2]
         if period.shape[0] > 0:
             T = x.dtype.type
             d1 = min_image(T, d1, period[0, 1], period[0, 2])
@@ -154,18 +149,22 @@ def build(jit, law, bond_fns, meshes=False):
         return d1, d2, d3, d1 * d1 + d2 * d2 + d3 * d3
 
     @jit
-    def orientation(i, j, x):
-        """``-1.0`` where the pair's canonical order (:func:`first`, by position) differs
-        from its order by index, else ``1.0``. A law's oriented history (its first
-        ``ORIENTED`` floats: the tangential spring, a displacement of ``a`` relative to
-        ``b``) is stored in the order by index, which never changes, and seen by the law
-        in the canonical order: multiplied by this sign on the way in and out (exact). So
-        a contact whose canonical order flips (the centres pass each other in ``x``, or
-        one is wrapped into a periodic box) keeps its spring."""
+    def canonical(i, j, x, d1, d2, d3):
+        """For the pair ``(i, j)`` at :func:`offset` ``d``: whether ``i`` comes first
+        (:func:`first`); the sign ``-1.0`` where the canonical order differs from the order
+        by index, else ``1.0``; and ``d = x_lo - x_hi`` in the canonical order (``-d``
+        exactly when ``j`` comes first). A law's oriented history (its first ``ORIENTED``
+        floats: the tangential spring, a displacement of ``a`` relative to ``b``) is stored
+        in the order by index, which never changes, and seen by the law in the canonical
+        order: multiplied by the sign on the way in and out (exact). So a contact whose
+        canonical order flips (the centres pass each other in ``x``, or one is wrapped
+        into a periodic box) keeps its spring."""
         T = x.dtype.type
-        if (i < j) == first(i, j, x):
-            return T(1.0)
-        return T(-1.0)
+        fi = first(i, j, x)
+        sign = T(1.0) if (i < j) == fi else T(-1.0)
+        if fi:
+            return fi, sign, d1, d2, d3
+        return fi, sign, -d1, -d2, -d3
 
     @jit
     def orient_slot(a, i, s, sign):
@@ -188,7 +187,7 @@ def build(jit, law, bond_fns, meshes=False):
         dissipated energies, touching)``; with ``update`` (a step) the slot's history is
         replaced by the law's new history, or released when the contact opened."""
         x, radius = dyn.x, par.radius
-        d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
+        d1, d2, d3, dist2 = offset(i, j, x, contacts.period)
         reach = radius[i] + radius[j]
         held = False
         if H > 0 and s >= 0:
@@ -199,7 +198,7 @@ def build(jit, law, bond_fns, meshes=False):
         if bonds.skip_contacts and bonded(T, i, j, update, dyn, bonds):
             return acc
         p = law_params(contacts.pair, row_of(i, j, contacts))
-        sign = orientation(i, j, x)
+        fi, sign, d1, d2, d3 = canonical(i, j, x, d1, d2, d3)
         hist = law_orient(law_load(contacts.hist, i, s), sign)
         if what == RELEASE:  # the contact opened in this step: its history's energy is released
             rel = law_release(T, radius[i], radius[j], p, hist)
@@ -212,11 +211,13 @@ def build(jit, law, bond_fns, meshes=False):
                         acc[17] + rel[3], acc[18])  # fmt: skip
             return acc
         other = law_body(T, j, dyn, par)
-        if first(i, j, x):
-            r = law_pair(T, d1, d2, d3, dist2, reach, me, other, p, hist, h)
+        lo, hi = me, other
+        if not fi:
+            lo, hi = other, me
+        r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hist, h)  # one inlined copy of the law
+        if fi:
             g1, g2, g3, g4, g5, g6 = r[0], r[1], r[2], r[3], r[4], r[5]
         else:
-            r = law_pair(T, d1, d2, d3, dist2, reach, other, me, p, hist, h)
             g1, g2, g3, g4, g5, g6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
         f1, c1 = cadd(acc[0], acc[1], g1)
         f2, c2 = cadd(acc[2], acc[3], g2)
@@ -291,7 +292,7 @@ def build(jit, law, bond_fns, meshes=False):
         z = T(0.0)
         hist, live = contacts.hist, contacts.live
         radius = par.radius
-        d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
+        d1, d2, d3, dist2 = offset(i, j, x, contacts.period)
         reach = radius[i] + radius[j]
         held = False
         if H > 0:
@@ -305,7 +306,7 @@ def build(jit, law, bond_fns, meshes=False):
         if H > 0 or need_q:
             q = slot_of(j, i, contacts)
         p = law_params(contacts.pair, pair_row(contacts.mat[i], contacts.mat[j], contacts.nmat))
-        sign = orientation(i, j, x)
+        fi, sign, d1, d2, d3 = canonical(i, j, x, d1, d2, d3)
         hh = law_orient(law_load(hist, i, s), sign)
         if what == RELEASE:
             rel = law_release(T, radius[i], radius[j], p, hh)
@@ -317,12 +318,15 @@ def build(jit, law, bond_fns, meshes=False):
                     hist[j, q, c] = z
                 live[j, q] = 0
             return 2, z, z, z, z, z, z, z, z, z, z, z, z, rel[0], rel[1], rel[2], rel[3], q
-        if first(i, j, x):
-            r = law_pair(T, d1, d2, d3, dist2, reach, me, law_body(T, j, dyn, par), p, hh, h)
+        other = law_body(T, j, dyn, par)
+        lo, hi = me, other
+        if not fi:
+            lo, hi = other, me
+        r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hh, h)  # one inlined copy of the law
+        if fi:
             a1, a2, a3, a4, a5, a6 = r[0], r[1], r[2], r[3], r[4], r[5]
             b1, b2, b3, b4, b5, b6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
         else:
-            r = law_pair(T, d1, d2, d3, dist2, reach, law_body(T, j, dyn, par), me, p, hh, h)
             a1, a2, a3, a4, a5, a6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
             b1, b2, b3, b4, b5, b6 = r[0], r[1], r[2], r[3], r[4], r[5]
         dn = df = dr = dt = z
@@ -742,7 +746,7 @@ def build(jit, law, bond_fns, meshes=False):
                 slot = s
             elif j == i:
                 continue
-            d1, d2, d3, dist2 = separation(i, j, x, contacts.period)
+            d1, d2, d3, dist2 = offset(i, j, x, contacts.period)
             reach = radius[i] + radius[j]
             held = False
             if H > 0 and slot >= 0:
@@ -753,12 +757,13 @@ def build(jit, law, bond_fns, meshes=False):
                 continue
             touching += 1
             p = law_params(contacts.pair, row_of(i, j, contacts))
-            hist = law_orient(law_load(contacts.hist, i, slot), orientation(i, j, x))
+            fi, sign, d1, d2, d3 = canonical(i, j, x, d1, d2, d3)
+            hist = law_orient(law_load(contacts.hist, i, slot), sign)
             other = law_body(T, j, dyn, par)
-            if first(i, j, x):
-                e = law_energy(T, d1, d2, d3, dist2, reach, me, other, p, hist)
-            else:
-                e = law_energy(T, d1, d2, d3, dist2, reach, other, me, p, hist)
+            lo, hi = me, other
+            if not fi:
+                lo, hi = other, me
+            e = law_energy(T, d1, d2, d3, dist2, reach, lo, hi, p, hist)
             upp, cpp = cadd(upp, cpp, T(0.5) * e)
         planes = walls.planes
         lo, hi = wall_range(i, walls)

@@ -78,20 +78,21 @@ def rrp_increment(T, scheme, h, w1, w2, w3):
 
     In all three cases ``ρ < 1`` is the same condition, an incremental rotation
     ``2 atan(|Δα|/2)`` below π/2; at ``ρ ≥ 1`` (or a non-finite ``ρ``) the returned
-    increment is meaningless and the caller flags the particle.
+    increment is meaningless and the caller flags the particle. Returns ``Δα`` and
+    ``ρ²`` (``ρ² < 1`` is the condition, with no square root of its own).
     """
     ww = w1 * w1 + w2 * w2 + w3 * w3
     if scheme == SCHEME_EXACT:
-        rho = h * math.sqrt(ww)
-        disc = T(1.0) - rho * rho
+        rho2 = h * h * ww
+        disc = T(1.0) - rho2
         if disc > T(0.0):
             c = T(2.0) * h / (T(1.0) + math.sqrt(disc))
         else:
             c = T(0.0)
     else:
         c = h
-        rho = T(0.5) * h * math.sqrt(ww)
-    return c * w1, c * w2, c * w3, rho
+        rho2 = T(0.25) * h * h * ww
+    return c * w1, c * w2, c * w3, rho2
 
 
 def pendulum_moment(p1, p2, p3, mg, e1, e2, e3):

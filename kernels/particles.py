@@ -116,16 +116,17 @@ def build(jit, law):
             dyn.wp[i, 3] = wx
             dyn.wp[i, 4] = wy
             dyn.wp[i, 5] = wz
-        d1, d2, d3, rho = rrp_increment(T, scheme, h, wx, wy, wz)
+        d1, d2, d3, rho2 = rrp_increment(T, scheme, h, wx, wy, wz)
         bits = 0
-        if rho >= T(1.0):
+        if rho2 >= T(1.0):
             bits = BIT_ROTATION
-        elif not (rho < T(1.0)):  # rho is NaN: the state or the forces at k were not finite
+        elif not (rho2 < T(1.0)):  # ρ is NaN: the state or the forces at k were not finite
             bits = BIT_NOT_FINITE
-        p0, p1, p2, p3 = quat_from_rrp(T, d1, d2, d3)
-        n0, n1, n2, n3 = quat_multiply(p0, p1, p2, p3, q[i, 0], q[i, 1], q[i, 2], q[i, 3])
-        # The product of unit quaternions is unit up to round-off; renormalising keeps
-        # |q| = 1 to round-off after any number of steps instead of a random walk.
+        # q(Δα) ⊗ q_k with q(Δα) = (2, Δα)/sqrt(4 + |Δα|²) (quat_from_rrp): the product
+        # (2, Δα) ⊗ q_k divided by its own length is that unit quaternion, with one square
+        # root and one division fewer; the same normalisation keeps |q| = 1 to round-off
+        # after any number of steps instead of a random walk.
+        n0, n1, n2, n3 = quat_multiply(T(2.0), d1, d2, d3, q[i, 0], q[i, 1], q[i, 2], q[i, 3])
         inv = T(1.0) / (n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3) ** T(0.5)
         q[i, 0] = n0 * inv
         q[i, 1] = n1 * inv
@@ -165,13 +166,15 @@ def build(jit, law):
             for c in range(3):
                 v[i, c] += a * F[i, c]
                 om[i, c] += b * RM[i, c]
-        ok = True
+        # a - a is 0 for a finite a and NaN otherwise, so the sum of them is 0 exactly when
+        # every number of the row is finite (one test, no branch per number)
+        z = T(0.0)
         for c in range(3):
-            ok = ok and is_finite(dyn.x[i, c]) and is_finite(v[i, c]) and is_finite(om[i, c])
-            ok = ok and is_finite(F[i, c]) and is_finite(RM[i, c])
+            z += (dyn.x[i, c] - dyn.x[i, c]) + (v[i, c] - v[i, c]) + (om[i, c] - om[i, c])
+            z += (F[i, c] - F[i, c]) + (RM[i, c] - RM[i, c])
         for c in range(4):
-            ok = ok and is_finite(dyn.q[i, c])
-        if not ok:
+            z += dyn.q[i, c] - dyn.q[i, c]
+        if not is_finite(z):
             status[i] |= BIT_NOT_FINITE
 
     @jit

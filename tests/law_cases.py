@@ -20,6 +20,13 @@ canonical order as it is read (``docs/geometry.md``): the springs of the pairs w
 orders differ changed sign in the files (box_campello and box_half kept every other bit),
 and in the frictional box a contact whose canonical order flipped while it held its
 spring no longer loses the spring's sign (positions moved by up to 2e-4 of a radius).
+The files were written again when the step lost square roots and divisions that
+changed only round-off: the orientation update normalises ``(2, Δα) ⊗ q_k`` once instead
+of normalising ``q(Δα)`` and then the product, the rotation bound is tested on ``ρ²``,
+the dissipative law's twisting spring is scaled by ``keep³`` and ``post³`` (the same
+powers of the overlaps' ratio) and its normal is ``d`` times one reciprocal of the
+distance. Positions moved by at most 2.6e-10 (the torus after 1500 steps, 2.6e-8 of a
+radius; every other case 3e-15 or less) and orientations by at most 8e-14.
 """
 
 from __future__ import annotations

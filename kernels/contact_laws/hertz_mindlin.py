@@ -231,12 +231,14 @@ def contact_law(T, geometry, velocities, drift, params, springs, h):
         if h > T(0.0):  # k_tw = k_t a²/2: its energy kept through the change of a, then turned
             dmid = T(0.5) * (delta_old + delta)
             kmid = T(0.5) * kt_mid * rstar * dmid
-            p1 = tw * math.sqrt(kt_old * delta_old / (kt_mid * dmid))
+            # sqrt(k_t,old δ_old / (k_t,mid δ_mid)) = (δ_old/δ_mid)^(3/4) = keep³ (and the
+            # factor after the stretch post³): no square root or division of their own
+            p1 = tw * (keep * keep * keep)
             q1 = h * (g1 * n1 + g2 * n2 + g3 * n3)
             wa = T(0.5) * kmid * p1 * p1
             wb = kmid * p1 * q1
             wc = T(0.5) * kmid * q1 * q1
-            tw = math.sqrt(kt_mid * dmid / (kt * delta)) * (p1 + q1)
+            tw = (post * post * post) * (p1 + q1)
         mt = -ktw * tw - etw * wn
         limit = mu_twist * a * fn
         c = T(1.0)
@@ -344,7 +346,8 @@ def build(jit):
         dist = dist2 ** T(0.5)
         delta = reach - dist
         half = T(0.5) * delta
-        geometry = (d1 / dist, d2 / dist, d3 / dist, delta, lo[3] - half, hi[3] - half, lo[3] * hi[3] / reach,
+        inv = T(1.0) / dist  # one division for the three components of the normal
+        geometry = (d1 * inv, d2 * inv, d3 * inv, delta, lo[3] - half, hi[3] - half, lo[3] * hi[3] / reach,
                     lo[4] * hi[4] / (lo[4] + hi[4]))  # fmt: skip
         velocities = (lo[5] - hi[5], lo[6] - hi[6], lo[7] - hi[7], lo[8], lo[9], lo[10], hi[8], hi[9], hi[10])
         drift = (lo[11] - hi[11], lo[12] - hi[12], lo[13] - hi[13], lo[14], lo[15], lo[16], hi[14], hi[15], hi[16])
