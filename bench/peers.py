@@ -103,7 +103,10 @@ def lammps_data(workload: str, n: int, path: str) -> None:
                 fh.write(f"{k + 1} 1 {a + 1} {b + 1}\n")
 
 
-def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> float:
+def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> tuple[float, int, float]:
+    """LAMMPS on the window: ms per step, its neighbour-list builds in the window and the
+    ms of one build (the ``Neigh`` row of its timing breakdown, the ranks' mean, over the
+    builds)."""
     data, inp, log = (os.path.join(workdir, f) for f in ("data.txt", "in.txt", "log.txt"))
     lammps_data(workload, n, data)
     with open(inp, "w") as fh:
@@ -112,9 +115,12 @@ def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> float:
     r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"LAMMPS failed ({' '.join(cmd)}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", open(log).read())
+    text = open(log).read()
+    loops = re.findall(r"Loop time of ([0-9.eE+-]+) on \d+ procs for (\d+) steps", text)
     seconds, count = loops[-1]
-    return 1e3 * float(seconds) / int(count)
+    builds = int(re.findall(r"Neighbor list builds = (\d+)", text)[-1])
+    neigh = float(re.findall(r"^Neigh\s*\|\s*[0-9.eE+-]+\s*\|\s*([0-9.eE+-]+)", text, re.M)[-1])
+    return 1e3 * float(seconds) / int(count), builds, (1e3 * neigh / builds if builds else float("nan"))
 
 
 #: JAX-MD's Hertz spheres (``soft_sphere``, α = 5/2) on ``granular bench``'s ``spheres``
@@ -173,8 +179,9 @@ def run_jaxmd(n, k, steps, python) -> float:
     return float(r.stdout.strip().splitlines()[-1])
 
 
-def run_granular(workload, n, k, steps, workdir) -> float:
-    """``granular bench`` on the steps LAMMPS times: 60 of warm-up, then ``steps``."""
+def run_granular(workload, n, k, steps, workdir) -> tuple[float, int, float]:
+    """``granular bench`` on the steps LAMMPS times: 60 of warm-up, then ``steps``: ms per
+    step, the neighbour-list builds in the window and the ms of one (timed alone)."""
     out = os.path.join(workdir, "granular.json")
     env = {**os.environ, "NUMBA_NUM_THREADS": str(k)}
     size = ["--spheres", str(n**3)] if workload == "spheres" else ["--n", str(n)]
@@ -185,7 +192,9 @@ def run_granular(workload, n, k, steps, workdir) -> float:
         raise RuntimeError(f"granular bench failed:\n{r.stderr[-2000:]}")
     with open(out) as fh:
         rows = json.load(fh)["results"]
-    return next(row["ms_per_step"] for row in rows if row["workload"] == workload)
+    row = next(row for row in rows if row["workload"] == workload)
+    builds = round(row["rebuilds_per_1000_steps"] * steps / 1000.0)
+    return row["ms_per_step"], builds, (float("nan") if row["rebuild_ms"] is None else row["rebuild_ms"])
 
 
 def main(argv=None) -> int:
@@ -215,18 +224,27 @@ def main(argv=None) -> int:
         peer_name = "JAX-MD" if workload == "spheres" else "LAMMPS"
         for n in (int(s) for s in args.n.split(",")):
             for k in (int(s) for s in args.threads.split(",")):
-                peer, ours = [], []
+                peer, ours, rebuilds = [], [], []
                 with tempfile.TemporaryDirectory() as tmp:
                     for _ in range(args.rounds):
                         if workload == "spheres":
                             peer.append(run_jaxmd(n, k, args.steps, args.jax_python))
                         else:
-                            peer.append(run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp))
-                        ours.append(run_granular(workload, n, k, args.steps, tmp))
+                            ms, builds, build_ms = run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp)
+                            peer.append(ms)
+                            rebuilds.append((builds, build_ms))
+                        ms, builds, build_ms = run_granular(workload, n, k, args.steps, tmp)
+                        ours.append(ms)
+                        rebuilds.append((builds, build_ms))
                 a, b = statistics.median(peer), statistics.median(ours)
                 print(f"{workload:<17} {n**3:>7} {k:>2}  {a:>10.3f} {b:>12.3f} {a / b:>13.2f}x   "
                       f"({peer_name} {min(peer):.3f}-{max(peer):.3f}, granular {min(ours):.3f}-{max(ours):.3f})",
                       flush=True)  # fmt: skip
+                if workload != "spheres":  # the neighbour builds in the window, and the ms of one
+                    theirs, mine = rebuilds[0::2], rebuilds[1::2]
+                    print(f"{'':<17} {'':>7} {'':>2}  rebuilds in the window: LAMMPS {theirs[0][0]}, "
+                          f"{statistics.median(b for _, b in theirs):.2f} ms each; granular {mine[0][0]}, "
+                          f"{statistics.median(b for _, b in mine):.2f} ms each", flush=True)  # fmt: skip
     return 0
 
 

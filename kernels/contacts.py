@@ -181,6 +181,24 @@ def build(jit, law, bond_fns, meshes=False):
         return pair_row(contacts.mat[j], contacts.mat[i], contacts.nmat)
 
     @jit
+    def in_order(T, fi, me, j, d1, d2, d3, dist2, reach, p, hist, h, dyn, par):
+        """The law on the pair of ``i`` (its body ``me``) and particle ``j``, at ``d``
+        and with ``hist`` in the canonical order (:func:`canonical`; ``fi``: ``i``
+        comes first): the bodies go in that order and the terms come back to ``i`` and
+        ``j``. Returns the law's result and the force and moment on ``i`` (6) and on
+        ``j`` (6). One inlined copy of the law whichever comes first."""
+        other = law_body(T, j, dyn, par)
+        lo, hi = me, other
+        if not fi:
+            lo, hi = other, me
+        r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hist, h)
+        a = (r[0], r[1], r[2], r[3], r[4], r[5])
+        b = (-r[0], -r[1], -r[2], r[6], r[7], r[8])
+        if fi:
+            return r, a, b
+        return r, b, a
+
+    @jit
     def evaluate(T, i, j, s, update, h, me, dyn, par, bonds, contacts, acc):
         """Add partner ``j`` (slot ``s`` of ``i``'s row; -1: no slot) to ``i``'s running
         sums ``acc = (F 3 + corrections 3, M 3 + corrections 3, U, correction, four
@@ -210,15 +228,8 @@ def build(jit, law, bond_fns, meshes=False):
                         acc[11], acc[12], acc[13], acc[14] + rel[0], acc[15] + rel[1], acc[16] + rel[2],
                         acc[17] + rel[3], acc[18])  # fmt: skip
             return acc
-        other = law_body(T, j, dyn, par)
-        lo, hi = me, other
-        if not fi:
-            lo, hi = other, me
-        r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hist, h)  # one inlined copy of the law
-        if fi:
-            g1, g2, g3, g4, g5, g6 = r[0], r[1], r[2], r[3], r[4], r[5]
-        else:
-            g1, g2, g3, g4, g5, g6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
+        r, on_i, on_j = in_order(T, fi, me, j, d1, d2, d3, dist2, reach, p, hist, h, dyn, par)
+        g1, g2, g3, g4, g5, g6 = on_i
         f1, c1 = cadd(acc[0], acc[1], g1)
         f2, c2 = cadd(acc[2], acc[3], g2)
         f3, c3 = cadd(acc[4], acc[5], g3)
@@ -318,17 +329,9 @@ def build(jit, law, bond_fns, meshes=False):
                     hist[j, q, c] = z
                 live[j, q] = 0
             return 2, z, z, z, z, z, z, z, z, z, z, z, z, rel[0], rel[1], rel[2], rel[3], q
-        other = law_body(T, j, dyn, par)
-        lo, hi = me, other
-        if not fi:
-            lo, hi = other, me
-        r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hh, h)  # one inlined copy of the law
-        if fi:
-            a1, a2, a3, a4, a5, a6 = r[0], r[1], r[2], r[3], r[4], r[5]
-            b1, b2, b3, b4, b5, b6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
-        else:
-            a1, a2, a3, a4, a5, a6 = -r[0], -r[1], -r[2], r[6], r[7], r[8]
-            b1, b2, b3, b4, b5, b6 = r[0], r[1], r[2], r[3], r[4], r[5]
+        r, on_i, on_j = in_order(T, fi, me, j, d1, d2, d3, dist2, reach, p, hh, h, dyn, par)
+        a1, a2, a3, a4, a5, a6 = on_i
+        b1, b2, b3, b4, b5, b6 = on_j
         dn = df = dr = dt = z
         if DISSIPATES:
             dn, df, dr, dt = r[D], r[D + 1], r[D + 2], r[D + 3]

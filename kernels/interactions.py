@@ -16,6 +16,7 @@ sums, so the total of the families equals the fused force bit for bit.
 from types import SimpleNamespace
 
 from . import bonds as bond_bodies
+from .laws import SCHEME_CAMPELLO
 from . import contacts as contact_loops
 from .layout import (
     DIAG,
@@ -88,7 +89,9 @@ def build(jit, base, law, prefetch=None, meshes=False):
     @jit
     def forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c):
         """The body of :func:`forces_body` given ``i``'s contact terms ``c`` (force 3,
-        moment 3, dissipated energies 4): the families added in their fixed order."""
+        moment 3, dissipated energies 4): the families added in their fixed order.
+        Returns the second half kick's factors (:func:`kernels.particles.build`
+        ``kick_body``)."""
         x = dyn.x
         T = x.dtype.type
         f1 = f2 = f3 = m1 = m2 = m3 = T(0.0)
@@ -138,7 +141,7 @@ def build(jit, base, law, prefetch=None, meshes=False):
                 dyn.dissip[i, 1] += w[8]
                 dyn.dissip[i, 2] += w[9]
                 dyn.dissip[i, 3] += w[10]
-        kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
+        return kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
 
     @jit
     def forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -156,11 +159,12 @@ def build(jit, base, law, prefetch=None, meshes=False):
     @jit
     def direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         """:func:`forces_body` with the contact terms of the direct pass
-        (:func:`kernels.contacts.build` ``direct_sum``, ``i`` in a chunk ending at ``hi``)."""
+        (:func:`kernels.contacts.build` ``direct_sum``, ``i`` in a chunk ending at ``hi``);
+        returns the kick's factors."""
         c = direct_sum(i, hi, h, dyn, par, bonds, contacts)
-        forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c)
+        return forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c)
 
-    advance_body = base.advance_body
+    advance_with, kick_factors = base.advance_with, base.kick_factors
     direct_start = C.direct_start
     AHEAD = 4  # rows
     if prefetch is None:
@@ -174,15 +178,19 @@ def build(jit, base, law, prefetch=None, meshes=False):
         """The direct pass over the chunk ``[lo, hi)`` (after the cross pass of every chunk):
         each row's forces (:func:`direct_body`), its second half kick with ``kick``, and
         with ``fuse`` the first part of the next step (:func:`kernels.particles.build`,
-        ``advance_body``) at once: the pass reads no row of the chunk after its turn."""
+        ``advance_body``) at once: the pass reads no row of the chunk after its turn. The
+        first half kick reuses the second's factors ``h/2m``, ``h/2J`` (the same numbers,
+        two divisions fewer a particle)."""
         for j in range(lo, hi):
             direct_start(j, lo, contacts)
         for i in range(lo, hi):
             if i + AHEAD < hi:
                 prefetch(i + AHEAD, contacts)
-            direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            a, b = direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
             if fuse:
-                advance_body(i, scheme, h, dyn, par, contacts, status)
+                if not (kick and scheme != SCHEME_CAMPELLO):  # no second half kick: no factors yet
+                    a, b = kick_factors(i, scheme, h, par)
+                advance_with(i, scheme, h, a, b, dyn, par, contacts, status)
 
     @jit
     def family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields):

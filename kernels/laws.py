@@ -281,11 +281,16 @@ def hertz_contact(T, distance, reach, k):
     5/2 of (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (``docs/physics.md``).
     Returns the repulsive force magnitude ``f = K/ρ [1 - s/ρ]_+^{3/2}`` (along the
     separation direction) and ``U``.
+
+    ``1/ρ`` is taken once for both of its uses: one division, which waits on nothing but
+    ``ρ``, instead of two, one of them between the distance's square root and the
+    overlap's.
     """
-    overlap = T(1.0) - distance / reach
+    inv = T(1.0) / reach
+    overlap = T(1.0) - distance * inv
     if overlap > T(0.0):
         root = math.sqrt(overlap)
-        return k / reach * overlap * root, T(0.4) * k * overlap * overlap * root
+        return k * inv * overlap * root, T(0.4) * k * overlap * overlap * root
     return T(0.0), T(0.0)
 
 

@@ -77,14 +77,24 @@ def build(jit, law):
         of ``v_{k+1}`` (``contacts.vel``), for map (27) the kicked ``v_{k+1}`` itself; in
         columns 3-5 the drift velocity, which stretches the springs.
         """
+        a, b = kick_factors(i, scheme, h, par)
+        advance_with(i, scheme, h, a, b, dyn, par, contacts, status)
+
+    @jit
+    def kick_factors(i, scheme, h, par):
+        """The kick's factors ``(h/2m, h/2J)`` of particle ``i``; ``(h/m, h/J)`` for map (27)."""
+        T = par.mass.dtype.type
+        if scheme == SCHEME_CAMPELLO:
+            return h / par.mass[i], h / par.inertia[i]
+        return T(0.5) * h / par.mass[i], T(0.5) * h / par.inertia[i]
+
+    @jit
+    def advance_with(i, scheme, h, a, b, dyn, par, contacts, status):
+        """:func:`advance_body` with the kick's factors ``a``, ``b`` given
+        (:func:`kick_factors`): the direct pass passes those its second half kick of the
+        step before used, the same numbers, and saves their two divisions."""
         T = dyn.x.dtype.type
         x, v, q, om = dyn.x, dyn.v, dyn.q, dyn.omega
-        if scheme == SCHEME_CAMPELLO:
-            a = h / par.mass[i]
-            b = h / par.inertia[i]
-        else:
-            a = T(0.5) * h / par.mass[i]
-            b = T(0.5) * h / par.inertia[i]
         vx = v[i, 0] + a * dyn.F[i, 0]
         vy = v[i, 1] + a * dyn.F[i, 1]
         vz = v[i, 2] + a * dyn.F[i, 2]
@@ -150,9 +160,11 @@ def build(jit, law):
     def kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3):
         """Store the force ``f`` and moment ``m`` at the new configuration; with ``kick``,
         the second half kick of (23c,d)/(25c,d) (map (27) has none); then the finiteness
-        check of the particle's new state."""
+        check of the particle's new state. Returns the kick's factors
+        (:func:`kick_factors`; zeros where it made no kick)."""
         T = dyn.x.dtype.type
         F, RM = dyn.F, dyn.RM
+        a = b = T(0.0)
         F[i, 0] = f1
         F[i, 1] = f2
         F[i, 2] = f3
@@ -161,8 +173,7 @@ def build(jit, law):
         RM[i, 2] = m3
         v, om = dyn.v, dyn.omega
         if kick and scheme != SCHEME_CAMPELLO:
-            a = T(0.5) * h / par.mass[i]
-            b = T(0.5) * h / par.inertia[i]
+            a, b = kick_factors(i, scheme, h, par)
             for c in range(3):
                 v[i, c] += a * F[i, c]
                 om[i, c] += b * RM[i, c]
@@ -176,6 +187,7 @@ def build(jit, law):
             z += dyn.q[i, c] - dyn.q[i, c]
         if not is_finite(z):
             status[i] |= BIT_NOT_FINITE
+        return a, b
 
     @jit
     def save_body(i, src, dst):
@@ -257,6 +269,8 @@ def build(jit, law):
         pendulum_moment=pendulum_moment,
         is_finite=is_finite,
         advance_body=advance_body,
+        advance_with=advance_with,
+        kick_factors=kick_factors,
         kick_body=kick_body,
         save_body=save_body,
         report_values=report_values,

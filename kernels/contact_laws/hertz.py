@@ -57,8 +57,9 @@ def build(jit):
     @jit
     def pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hist, h):
         dist = dist2 ** T(0.5)
+        inv = T(1.0) / dist  # beside the overlap's square root, not after it
         f, u = force(T, dist, reach, p)
-        c = f / dist
+        c = f * inv
         z = T(0.0)
         return c * d1, c * d2, c * d3, z, z, z, z, z, z, u, z, z, z, z
 
@@ -74,7 +75,7 @@ def build(jit):
 
     @jit
     def wall_contact(T, dist, r, held):
-        if T(1.0) - dist / r > T(0.0):
+        if T(1.0) - dist * (T(1.0) / r) > T(0.0):  # the overlap as hertz_contact finds it
             return EVALUATE
         return NONE
 
