@@ -143,7 +143,9 @@ def build(jit, history=0):
     def carry_springs(i, contacts):
         """After a build: the springs of row ``i``'s pairs that were held before the
         build (a merge of the two sorted rows), zero for the others; so a contact that
-        persists through a rebuild keeps its springs bit for bit. Only slots that held
+        persists through a rebuild keeps its springs bit for bit. A held pair whose slot
+        did not move (most of them: a rebuild changes few rows) is not copied, since the
+        build writes only the row, not the springs. Only slots that held
         springs before the build are cleared (the others are zero already), the slots
         past the new row's end included, so every slot not held stays zero."""
         T = contacts.hist.dtype.type
@@ -157,9 +159,14 @@ def build(jit, history=0):
             while q < k_old and old[i, q] < j:
                 q += 1
             if q < k_old and old[i, q] == j and live_old[i, q] != 0:
-                for c in range(width):
-                    contacts.hist[i, p, c] = contacts.hist_old[i, q, c]
-                contacts.live[i, p] = 1 if contacts.hist_old[i, q, width - 1] != T(0.0) else 0
+                # a held slot that kept its place still holds its springs (the build wrote
+                # only the row): no copy, which is most slots of most rows
+                if q != p:
+                    for c in range(width):
+                        contacts.hist[i, p, c] = contacts.hist_old[i, q, c]
+                # held: its last float (the overlap) is not 0, as every writer of a slot
+                # keeps it (reading it back would cost the cache line the copy saved)
+                contacts.live[i, p] = 1
             else:
                 if p < k_old and live_old[i, p] != 0:
                     for c in range(width):
