@@ -29,8 +29,10 @@ trajectory would not compare.
   003's elastic contact (56)-(57), ``F = K δ^{3/2}`` with ``K = kpp`` for unit spheres,
   and its parallel bonds); LAMMPS ``pair granular hertz 2K 0 tangential
   linear_nohistory 0 0`` (LAMMPS's ``hertz`` is ``k_N sqrt(R*) δ^{3/2}`` with ``R* = 1/4``:
-  the same force, no damping, no friction) on pairs and wall, and the same bonds as
-  ``block-friction``.
+  the same pair force, no damping, no friction; checked with two spheres at ``δ = 0.01``,
+  2.1 both) on pairs and wall (against the wall, ``R* = 1/2``, the force is ``sqrt 2``
+  times granular's wall force at the same overlap: the cost is the same), and the same
+  bonds as ``block-friction``.
 - ``spheres``: ``granular bench``'s Hertz spheres (``--spheres n³``) against JAX-MD's
   ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
   float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
