@@ -30,9 +30,10 @@ trajectory would not compare.
   and its parallel bonds); LAMMPS ``pair granular hertz 2K 0 tangential
   linear_nohistory 0 0`` (LAMMPS's ``hertz`` is ``k_N sqrt(R*) δ^{3/2}`` with ``R* = 1/4``:
   the same pair force, no damping, no friction; checked with two spheres at ``δ = 0.01``,
-  2.1 both) on pairs and wall (against the wall, ``R* = 1/2``, the force is ``sqrt 2``
-  times granular's wall force at the same overlap: the cost is the same), and the same
-  bonds as ``block-friction``.
+  2.1 both) on pairs and wall, and the same bonds as ``block-friction``. Against the wall
+  (``R* = 1/2``) LAMMPS's force is a quarter of granular's at the same overlap
+  (granular's wall reach is the radius: ``K/r (δ/r)^{3/2}``): the wall's particles
+  (one face of the block) overlap it more, at the same cost a contact.
 - ``spheres``: ``granular bench``'s Hertz spheres (``--spheres n³``) against JAX-MD's
   ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
   float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
