@@ -30,10 +30,9 @@ trajectory would not compare.
   and its parallel bonds); LAMMPS ``pair granular hertz 2K 0 tangential
   linear_nohistory 0 0`` (LAMMPS's ``hertz`` is ``k_N sqrt(R*) δ^{3/2}`` with ``R* = 1/4``:
   the same pair force, no damping, no friction; checked with two spheres at ``δ = 0.01``,
-  2.1 both) on pairs and wall, and the same bonds as ``block-friction``. Against the wall
-  (``R* = 1/2``) LAMMPS's force is a quarter of granular's at the same overlap
-  (granular's wall reach is the radius: ``K/r (δ/r)^{3/2}``): the wall's particles
-  (one face of the block) overlap it more, at the same cost a contact.
+  2.1 both), and ``hertz 8K 0 ...`` on the wall (granular's wall reach is the radius
+  ``r = 1/2``: ``K/r (δ/r)^{3/2} = 8K sqrt(1/2) δ^{3/2}``, LAMMPS's ``R* = r``), with the
+  same bonds as ``block-friction``.
 - ``spheres``: ``granular bench``'s Hertz spheres (``--spheres n³``) against JAX-MD's
   ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
   float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
@@ -74,10 +73,12 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
     m = BLOCK_MATERIAL
     if workload == "block":  # frictionless, undamped Hertz: F = kpp δ^{3/2} for R* = 1/4
         law = f"hertz {2.0 * KPP:.17g} 0.0 tangential linear_nohistory 0.0 0.0"
+        wall = f"hertz {8.0 * KPP:.17g} 0.0 tangential linear_nohistory 0.0 0.0"
     else:
         law = (f"hertz/material {m['young']:.17g} {m['restitution']} {m['poisson']} damping tsuji "
                f"tangential mindlin NULL 1.0 {m['friction']} rolling sds 2100 10 {m['rolling_friction']} "
                "twisting marshall")  # fmt: skip
+        wall = law
     bonded = workload in BONDED
     lines = ["units lj", "dimension 3", "boundary f p p", "comm_modify vel yes cutoff 2.0",
              "atom_style " + ("bpm/sphere" if bonded else "sphere"), "newton off"]  # fmt: skip
@@ -89,7 +90,7 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
         lines += ["bond_style bpm/rotational break no smooth no",
                   "bond_coeff 1 200 200 10 10 1e30 1e30 1e30 1e30 0 0 0 0"]
     lines += [f"neighbor {SKIN} bin", "neigh_modify delay 0 every 1 check yes",
-              f"fix wall all wall/gran granular {law} xplane 0.0 NULL", "fix integ all nve/sphere",
+              f"fix wall all wall/gran granular {wall} xplane 0.0 NULL", "fix integ all nve/sphere",
               f"timestep {H}", "thermo 0", f"run {WARMUP}", f"run {steps}"]  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -267,6 +267,8 @@ def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path
     if workload == "block":  # paper 003's F = kpp δ^{3/2}: LAMMPS's hertz k_N sqrt(R*) δ^{3/2}, R* = 1/4
         kpp = inspect.signature(block_impact_builder).parameters["kpp"].default
         assert f"pair_coeff * * hertz {2 * kpp:.17g} 0.0 tangential linear_nohistory 0.0 0.0" in inp
+        # the wall: granular's K/r (δ/r)^{3/2} with r = 1/2 is LAMMPS's k_N sqrt(r) δ^{3/2} for k_N = 8K
+        assert f"wall/gran granular hertz {8 * kpp:.17g} 0.0 tangential" in inp
     else:
         assert f"hertz/material {BLOCK_MATERIAL['young']:.17g} 0.5 0.3 damping tsuji" in inp
         assert "tangential mindlin NULL 1.0 0.5" in inp
