@@ -181,16 +181,22 @@ def build(jit, law, bond_fns, meshes=False):
         return pair_row(contacts.mat[j], contacts.mat[i], contacts.nmat)
 
     @jit
+    def ordered(T, fi, me, j, dyn, par):
+        """The law's bodies of ``i`` (``me``) and particle ``j`` in the pair's canonical
+        order (``fi``: ``i`` comes first)."""
+        other = law_body(T, j, dyn, par)
+        if fi:
+            return me, other
+        return other, me
+
+    @jit
     def in_order(T, fi, me, j, d1, d2, d3, dist2, reach, p, hist, h, dyn, par):
         """The law on the pair of ``i`` (its body ``me``) and particle ``j``, at ``d``
         and with ``hist`` in the canonical order (:func:`canonical`; ``fi``: ``i``
         comes first): the bodies go in that order and the terms come back to ``i`` and
         ``j``. Returns the law's result and the force and moment on ``i`` (6) and on
         ``j`` (6). One inlined copy of the law whichever comes first."""
-        other = law_body(T, j, dyn, par)
-        lo, hi = me, other
-        if not fi:
-            lo, hi = other, me
+        lo, hi = ordered(T, fi, me, j, dyn, par)
         r = law_pair(T, d1, d2, d3, dist2, reach, lo, hi, p, hist, h)
         a = (r[0], r[1], r[2], r[3], r[4], r[5])
         b = (-r[0], -r[1], -r[2], r[6], r[7], r[8])
@@ -762,10 +768,7 @@ def build(jit, law, bond_fns, meshes=False):
             p = law_params(contacts.pair, row_of(i, j, contacts))
             fi, sign, d1, d2, d3 = canonical(i, j, x, d1, d2, d3)
             hist = law_orient(law_load(contacts.hist, i, slot), sign)
-            other = law_body(T, j, dyn, par)
-            lo, hi = me, other
-            if not fi:
-                lo, hi = other, me
+            lo, hi = ordered(T, fi, me, j, dyn, par)
             e = law_energy(T, d1, d2, d3, dist2, reach, lo, hi, p, hist)
             upp, cpp = cadd(upp, cpp, T(0.5) * e)
         planes = walls.planes

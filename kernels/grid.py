@@ -159,8 +159,6 @@ def build(jit, history=0):
             while q < k_old and old[i, q] < j:
                 q += 1
             if q < k_old and old[i, q] == j and live_old[i, q] != 0:
-                # a held slot that kept its place still holds its springs (the build wrote
-                # only the row): no copy, which is most slots of most rows
                 if q != p:
                     for c in range(width):
                         contacts.hist[i, p, c] = contacts.hist_old[i, q, c]

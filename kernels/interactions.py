@@ -16,8 +16,8 @@ sums, so the total of the families equals the fused force bit for bit.
 from types import SimpleNamespace
 
 from . import bonds as bond_bodies
-from .laws import SCHEME_CAMPELLO
 from . import contacts as contact_loops
+from .laws import SCHEME_CAMPELLO
 from .layout import (
     DIAG,
     FAMILY_BONDS,

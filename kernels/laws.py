@@ -273,21 +273,23 @@ def parallel_bond(T, d1, d2, d3, ua1, ua2, ua3, ub1, ub2, ub3, th1, th2, th3, ha
             math.sqrt(t2), index)  # fmt: skip
 
 
-def hertz_contact(T, distance, reach, k):
-    """Particle-particle (56)-(57) and particle-wall contact.
-
-    ``U = (2/5) K [1 - s/ρ]_+^{5/2}`` with the centre distance (or signed wall distance)
-    ``s`` and the reach ``ρ = D_a/2 + D_b/2`` (``D_a/2`` for a wall). The printed factor
-    5/2 of (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (``docs/physics.md``).
-    Returns the repulsive force magnitude ``f = K/ρ [1 - s/ρ]_+^{3/2}`` (along the
-    separation direction) and ``U``.
-
-    ``1/ρ`` is taken once for both of its uses: one division, which waits on nothing but
+def hertz_overlap(T, distance, reach):
+    """The overlap ``1 - s/ρ`` of paper 003's (56)-(57) (positive in contact) and ``1/ρ``,
+    for the centre distance (or signed wall distance) ``s`` and the reach
+    ``ρ = D_a/2 + D_b/2`` (``D_a/2`` for a wall). ``1/ρ`` is taken once for both of its
+    uses (here and in :func:`hertz_force`): one division, which waits on nothing but
     ``ρ``, instead of two, one of them between the distance's square root and the
-    overlap's.
-    """
+    overlap's."""
     inv = T(1.0) / reach
-    overlap = T(1.0) - distance * inv
+    return T(1.0) - distance * inv, inv
+
+
+def hertz_force(T, overlap, inv, k):
+    """Particle-particle (56)-(57) and particle-wall contact at the overlap and ``1/ρ`` of
+    :func:`hertz_overlap`: ``U = (2/5) K [1 - s/ρ]_+^{5/2}``. The printed factor 5/2 of
+    (56) contradicts (57); 2/5 makes ``-dU/ds`` equal (57) (``docs/physics.md``).
+    Returns the repulsive force magnitude ``f = K/ρ [1 - s/ρ]_+^{3/2}`` (along the
+    separation direction) and ``U``."""
     if overlap > T(0.0):
         root = math.sqrt(overlap)
         return k * inv * overlap * root, T(0.4) * k * overlap * overlap * root

@@ -26,7 +26,13 @@ PARAMS = ("k",)
 
 
 def build(jit):
-    force = jit(laws.hertz_contact)
+    overlap = jit(laws.hertz_overlap)
+    hertz = jit(laws.hertz_force)
+
+    @jit
+    def force(T, distance, reach, k):
+        o, inv = overlap(T, distance, reach)
+        return hertz(T, o, inv, k)
 
     @jit
     def body(T, k, dyn, par):
@@ -75,7 +81,7 @@ def build(jit):
 
     @jit
     def wall_contact(T, dist, r, held):
-        if T(1.0) - dist * (T(1.0) / r) > T(0.0):  # the overlap as hertz_contact finds it
+        if overlap(T, dist, r)[0] > T(0.0):  # the overlap the force finds
             return EVALUATE
         return NONE
 
