@@ -2,7 +2,7 @@
 
     python bench/peers.py [--workload spheres-friction,block-friction,block,spheres] [--n 22,40]
                           [--threads 1,2] [--rounds 3] [--steps 400] [--lmp PATH] [--mpirun PATH]
-                          [--jax-python PATH]
+                          [--jax-python PATH] [--spacing 1.0]
 
 For each workload, block edge ``n`` (``N = n³``) and thread count ``k`` it runs, ``rounds``
 times and alternating, ``granular bench`` with ``NUMBA_NUM_THREADS=k`` and LAMMPS with
@@ -37,6 +37,11 @@ trajectory would not compare.
   ``soft_sphere`` (α = 5/2) on the same lattice, neighbour list updated every step,
   float64, the process pinned to ``k`` cores (``taskset``); JAX-MD from ``--jax-python``
   (``pip install jax jax-md``).
+
+``--spacing s`` (``spheres-friction`` only) puts the spheres ``s`` apart in both codes. With
+``s > 1.2`` no pair is within reach of the neighbour lists: the step is then the
+particles' own cost (integration, the wall, the lists' upkeep), and the difference from
+the touching run is the pairs' (``docs/engine.md``, "Particles and pairs").
 
 LAMMPS sets the moment of inertia of a solid sphere (0.1 here) where granular's block has
 1: the rotations differ, the contacts and their count do not.
@@ -95,8 +100,8 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def lammps_data(workload: str, n: int, path: str) -> None:
-    x = lattice_positions((n, n, n), 1.0, (0.55, 0.0, 0.0))
+def lammps_data(workload: str, n: int, path: str, spacing: float = 1.0) -> None:
+    x = lattice_positions((n, n, n), spacing, (0.55, 0.0, 0.0))
     bonded = workload in BONDED
     lo, hi = x.min(axis=0) - 2.0, x.max(axis=0) + 2.0
     lo[0] = -0.5
@@ -122,12 +127,12 @@ def lammps_data(workload: str, n: int, path: str) -> None:
                 fh.write(f"{k + 1} 1 {a + 1} {b + 1}\n")
 
 
-def run_lammps(workload, n, k, steps, lmp, mpirun, workdir) -> tuple[float, int, float]:
+def run_lammps(workload, n, k, steps, lmp, mpirun, workdir, spacing=1.0) -> tuple[float, int, float]:
     """LAMMPS on the window: ms per step, its neighbour-list builds in the window and the
     ms of one build (the ``Neigh`` row of its timing breakdown, the ranks' mean, over the
     builds)."""
     data, inp, log = (os.path.join(workdir, f) for f in ("data.txt", "in.txt", "log.txt"))
-    lammps_data(workload, n, data)
+    lammps_data(workload, n, data, spacing)
     with open(inp, "w") as fh:
         fh.write(lammps_input(workload, n, steps, data))
     cmd = [mpirun, "-np", str(k), lmp, "-in", inp, "-log", log, "-screen", "none"]
@@ -198,7 +203,7 @@ def run_jaxmd(n, k, steps, python) -> float:
     return float(r.stdout.strip().splitlines()[-1])
 
 
-def run_granular(workload, n, k, steps, workdir) -> tuple[float, int, float]:
+def run_granular(workload, n, k, steps, workdir, spacing=1.0) -> tuple[float, int, float]:
     """``granular bench`` on the steps LAMMPS times: 60 of warm-up, then ``steps``: ms per
     step, the neighbour-list builds in the window and the ms of one (timed alone)."""
     out = os.path.join(workdir, "granular.json")
@@ -206,6 +211,8 @@ def run_granular(workload, n, k, steps, workdir) -> tuple[float, int, float]:
     size = ["--spheres", str(n**3)] if workload == "spheres" else ["--n", str(n)]
     cmd = [sys.executable, "-m", "granular", "bench", "--backend", "cpu", "--workload", workload, *size,
            "--steps", str(steps), "--json", out]  # fmt: skip
+    if spacing != 1.0:
+        cmd += ["--spacing", repr(spacing)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"granular bench failed:\n{r.stderr[-2000:]}")
@@ -228,8 +235,15 @@ def main(argv=None) -> int:
     p.add_argument("--mpirun", default=shutil.which("mpirun"))
     p.add_argument("--jax-python", default=sys.executable,
                    help="a Python with jax and jax-md, for the spheres workload (default: this one)")
+    p.add_argument("--spacing", type=float, default=1.0,
+                   help="spheres-friction only: the spheres' centre distance in both codes (default 1, touching; "
+                        "above 1.2 no pair is listed and the step is the particles' own cost)")
     args = p.parse_args(argv)
     workloads = args.workload.split(",")
+    if args.spacing != 1.0 and (set(workloads) != {"spheres-friction"} or not args.spacing >= 1.0):
+        print("bench/peers.py: --spacing takes a number >= 1 and applies to --workload spheres-friction alone",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if set(workloads) - {"spheres-friction", "block-friction", "block", "spheres"}:
         print("bench/peers.py: workloads are spheres-friction, block-friction, block (LAMMPS) and spheres (JAX-MD)",
               file=sys.stderr)  # fmt: skip
@@ -249,10 +263,11 @@ def main(argv=None) -> int:
                         if workload == "spheres":
                             peer.append(run_jaxmd(n, k, args.steps, args.jax_python))
                         else:
-                            ms, builds, build_ms = run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp)
+                            ms, builds, build_ms = run_lammps(workload, n, k, args.steps, args.lmp, args.mpirun, tmp,
+                                                              args.spacing)  # fmt: skip
                             peer.append(ms)
                             peer_builds.append((builds, build_ms))
-                        ms, builds, build_ms = run_granular(workload, n, k, args.steps, tmp)
+                        ms, builds, build_ms = run_granular(workload, n, k, args.steps, tmp, args.spacing)
                         ours.append(ms)
                         our_builds.append((builds, build_ms))
                 a, b = statistics.median(peer), statistics.median(ours)

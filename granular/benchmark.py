@@ -471,8 +471,21 @@ def build_parser(p=None):
     p.add_argument("--steps", type=_steps_count, default=None,
                    help="time exactly the steps after the warm-up's 60 instead (the window of bench/peers.py)")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
+    p.add_argument("--spacing", type=_spacing, default=1.0,
+                   help="centre distance of the spheres-friction and mesh workloads' spheres (default 1: "
+                        "touching); above 1.2 no pair is listed, so a step costs what the particles alone cost")
     p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")
     return p
+
+
+def _spacing(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value >= 1.0):
+        raise argparse.ArgumentTypeError(f"--spacing takes a number >= 1 (the diameter), got {text!r}")
+    return value
 
 
 def _print_row(r):
@@ -540,11 +553,12 @@ def run_bench(args) -> int:
                     cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
                                   dtype, n))  # fmt: skip
                 if "spheres-friction" in workloads:
-                    loose = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False)  # noqa: E731
+                    loose = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
+                                                             spacing=args.spacing)  # fmt: skip
                     cases.append(("spheres-friction", loose, 1e-3, dtype, n))
                 if "mesh" in workloads:  # the frictional spheres against a meshed wall of 2 mesh² triangles
                     meshed = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
-                                                              mesh=args.mesh)  # fmt: skip
+                                                              mesh=args.mesh, spacing=args.spacing)  # fmt: skip
                     cases.append(("mesh", meshed, 1e-3, dtype, n))
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
@@ -552,14 +566,17 @@ def run_bench(args) -> int:
             model = build().finalize(be, dtype=np.dtype(dtype))
             r = measure(model, h, args.min_time, label=label, graphs=not args.eager, steps=args.steps)
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
+            if label in ("spheres-friction", "mesh"):
+                r["spacing"] = args.spacing
             rows.append(r)
             _print_row(r)
             if label == "mesh":
                 del model
+                loose = dict(gap=0.05, friction=True, bonded=False, spacing=args.spacing)
                 pair = paired_cost(
-                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False).finalize(be, dtype=np.dtype(dtype)),
-                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False, mesh=args.mesh).finalize(
-                        be, dtype=np.dtype(dtype)), h, args.min_time, graphs=not args.eager)  # fmt: skip
+                    block_impact_builder(edge, **loose).finalize(be, dtype=np.dtype(dtype)),
+                    block_impact_builder(edge, **loose, mesh=args.mesh).finalize(be, dtype=np.dtype(dtype)),
+                    h, args.min_time, graphs=not args.eager)  # fmt: skip
                 r["triangles"] = 2 * args.mesh * args.mesh
                 r["cost_vs_plane"] = pair["median"]
                 print(f"{'':<10} mesh of {r['triangles']} triangles / planar wall, N = {r['N']}: {pair['median']:.2f}x "

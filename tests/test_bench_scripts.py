@@ -279,6 +279,48 @@ def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path
         assert ms > 0 and builds >= 0 and (builds == 0 or build_ms >= 0)
 
 
+def test_spread_spheres_list_no_pair_in_both_codes(tmp_path, capsys):
+    """``--spacing`` (``granular bench``, ``bench/peers.py``): the frictional spheres ``s``
+    apart in both codes, with no pair in the neighbour list above 1.2; a bonded block,
+    a spacing below the diameter, or a spacing for another workload is refused by name."""
+    from granular import benchmark
+    from granular.particles.integrators import ExplicitIntegrator
+
+    model = block_impact_builder(3, gap=0.05, friction=True, bonded=False, spacing=1.5).finalize("cpu")
+    x = model.state().x
+    np.testing.assert_allclose(np.diff(np.unique(x[:, 0])), 1.5, rtol=1e-15)
+    state = model.state()
+    integ = ExplicitIntegrator("verlet")
+    integ.advance(model, state, 1e-3, 3)
+    assert int(integ.engine(model, state).neighbors.count.sum()) == 0  # nothing listed
+    touching = block_impact_builder(3, gap=0.05, friction=True, bonded=False).finalize("cpu")
+    state = touching.state()
+    integ = ExplicitIntegrator("verlet")
+    integ.advance(touching, state, 1e-3, 3)
+    assert int(integ.engine(touching, state).neighbors.count.sum()) > 0
+    with pytest.raises(ValueError, match="spacing"):
+        block_impact_builder(3, friction=True, spacing=1.5)  # bonded
+    with pytest.raises(ValueError, match="spacing"):
+        block_impact_builder(3, friction=True, bonded=False, spacing=0.9)
+    for bad in ("0.5", "wide"):
+        with pytest.raises(SystemExit):
+            benchmark.build_parser().parse_args(["--spacing", bad])
+        assert "--spacing" in capsys.readouterr().err
+    path = tmp_path / "bench.json"
+    assert benchmark.main(["--backend", "cpu", "--workload", "spheres-friction", "--n", "3", "--steps", "5",
+                           "--spacing", "1.5", "--json", str(path)]) == 0  # fmt: skip
+    (row,) = json.loads(path.read_text())["results"]
+    assert row["spacing"] == 1.5 and row["N"] == 27
+    peers = _peers()
+    data = tmp_path / "data.txt"
+    peers.lammps_data("spheres-friction", 3, str(data), 1.5)
+    atoms = data.read_text().split("Atoms")[1].split("Velocities")[0].strip().splitlines()[1:]
+    xyz = np.array([[float(v) for v in line.split()[4:7]] for line in atoms if line.strip()])
+    np.testing.assert_allclose(xyz, x, rtol=0, atol=1e-15)
+    assert peers.main(["--workload", "block", "--spacing", "2"]) == 2
+    assert "--spacing" in capsys.readouterr().err
+
+
 def test_a_fixed_window_times_exactly_the_steps_after_the_warm_up():
     """``granular bench --steps`` (the window ``bench/peers.py`` gives every code): the
     steps timed are exactly those asked for, on a run from the initial state, after a

@@ -251,7 +251,7 @@ BLOCK_MATERIAL = {"young": 1.5 * 2100.0 * 2.0 * (1.0 - 0.3**2), "poisson": 0.3, 
 
 
 def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, km=10.0, search="cells",
-                         friction=False, bonded=True, mesh=None):  # fmt: skip
+                         friction=False, bonded=True, mesh=None, spacing=1.0):  # fmt: skip
     """A builder of the ``block_impact`` scene: a bonded block moving toward a wall.
 
     An ``n``×``n``×``n`` bonded block (:func:`add_block`) of unit-diameter spheres (point
@@ -287,6 +287,11 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         The wall as a flat triangle mesh of ``2 mesh²`` triangles over the square
         ``-1 <= y, z <= n + 1`` of the plane ``x = 0`` (the mesh workload of ``granular
         bench``) instead of the planar wall. Default: the planar wall.
+    spacing : float, optional
+        Centre distance of neighbouring spheres [L], without bonds only (``bonded=False``).
+        Default 1: touching. Above 1.2 no pair is within the neighbour list's reach (the
+        skin is 0.2), so a step costs what the particles alone cost (``granular bench
+        --spacing``).
 
     Returns
     -------
@@ -294,6 +299,11 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         The builder, not yet finalised (more can be added, e.g. gravity).
     """
 
+    if bonded and spacing != 1.0:
+        raise ValueError(f"block_impact_builder: spacing applies to spheres without bonds (bonded=False), got "
+                         f"spacing={spacing!r} with bonds")  # fmt: skip
+    if not (np.isfinite(spacing) and spacing >= 1.0):
+        raise ValueError(f"block_impact_builder: spacing must be a finite number >= 1 (the diameter), got {spacing!r}")
     b = ModelBuilder()
     material = None
     if friction:
@@ -303,7 +313,7 @@ def block_impact_builder(n=10, v0=1.0, gap=1.0, kpp=2100.0, ka=200.0, ks=200.0, 
         add_block(b, n, 1.0, origin=(0.5 + gap, 0.0, 0.0), velocity=(-v0, 0.0, 0.0), ka=ka, ks=ks, km=km,
                   material=material)  # fmt: skip
     else:
-        b.add_particles(lattice_positions((n, n, n), 1.0, (0.5 + gap, 0.0, 0.0)), v=(-v0, 0.0, 0.0), mass=1.0,
+        b.add_particles(lattice_positions((n, n, n), spacing, (0.5 + gap, 0.0, 0.0)), v=(-v0, 0.0, 0.0), mass=1.0,
                         inertia=1.0, radius=0.5, material=material)  # fmt: skip
     if friction:
         b.set_contacts(search=search)
