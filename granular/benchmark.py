@@ -472,8 +472,8 @@ def build_parser(p=None):
                    help="time exactly the steps after the warm-up's 60 instead (the window of bench/peers.py)")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (every kernel launched by the host)")
     p.add_argument("--spacing", type=_spacing, default=1.0,
-                   help="centre distance of the spheres-friction and mesh workloads' spheres (default 1: "
-                        "touching); above 1.2 no pair is listed, so a step costs what the particles alone cost")
+                   help="centre distance of the spheres-friction workload's spheres (default 1: touching); "
+                        "above 1.2 no pair is listed, so a step costs what the particles alone cost")
     p.add_argument("--json", metavar="PATH", help="save the rows with the hardware description")
     return p
 
@@ -523,6 +523,10 @@ def run_bench(args) -> int:
         print(f"granular bench: unknown workload(s) {sorted(bad)}; choose from block, block-friction, "
               "spheres-friction, spheres, torus, pile, mesh", file=sys.stderr)  # fmt: skip
         return 2
+    if args.spacing != 1.0 and workloads != ["spheres-friction"]:
+        print(f"granular bench: --spacing applies to --workload spheres-friction alone, got {args.workload!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     precisions = [p.strip() for p in args.precision.split(",")]
     if set(precisions) - {"float64", "float32"}:
         print(f"granular bench: --precision takes float64 and/or float32, got {args.precision!r}", file=sys.stderr)
@@ -558,7 +562,7 @@ def run_bench(args) -> int:
                     cases.append(("spheres-friction", loose, 1e-3, dtype, n))
                 if "mesh" in workloads:  # the frictional spheres against a meshed wall of 2 mesh² triangles
                     meshed = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
-                                                              mesh=args.mesh, spacing=args.spacing)  # fmt: skip
+                                                              mesh=args.mesh)  # fmt: skip
                     cases.append(("mesh", meshed, 1e-3, dtype, n))
             if "spheres" in workloads:
                 cases += [("spheres", lambda n=n: spheres_builder(n), 1e-3, dtype, None) for n in _ints(args.spheres)]
@@ -566,17 +570,16 @@ def run_bench(args) -> int:
             model = build().finalize(be, dtype=np.dtype(dtype))
             r = measure(model, h, args.min_time, label=label, graphs=not args.eager, steps=args.steps)
             r["bandwidth_fraction"] = r["bandwidth_GBs"] * 1e9 / peak
-            if label in ("spheres-friction", "mesh"):
+            if label == "spheres-friction":
                 r["spacing"] = args.spacing
             rows.append(r)
             _print_row(r)
             if label == "mesh":
                 del model
-                loose = dict(gap=0.05, friction=True, bonded=False, spacing=args.spacing)
                 pair = paired_cost(
-                    block_impact_builder(edge, **loose).finalize(be, dtype=np.dtype(dtype)),
-                    block_impact_builder(edge, **loose, mesh=args.mesh).finalize(be, dtype=np.dtype(dtype)),
-                    h, args.min_time, graphs=not args.eager)  # fmt: skip
+                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False).finalize(be, dtype=np.dtype(dtype)),
+                    block_impact_builder(edge, gap=0.05, friction=True, bonded=False, mesh=args.mesh).finalize(
+                        be, dtype=np.dtype(dtype)), h, args.min_time, graphs=not args.eager)  # fmt: skip
                 r["triangles"] = 2 * args.mesh * args.mesh
                 r["cost_vs_plane"] = pair["median"]
                 print(f"{'':<10} mesh of {r['triangles']} triangles / planar wall, N = {r['N']}: {pair['median']:.2f}x "

@@ -311,6 +311,8 @@ def test_spread_spheres_list_no_pair_in_both_codes(tmp_path, capsys):
                            "--spacing", "1.5", "--json", str(path)]) == 0  # fmt: skip
     (row,) = json.loads(path.read_text())["results"]
     assert row["spacing"] == 1.5 and row["N"] == 27
+    assert benchmark.main(["--backend", "cpu", "--workload", "spheres-friction,block", "--spacing", "2"]) == 2
+    assert "--spacing" in capsys.readouterr().err
     peers = _peers()
     data = tmp_path / "data.txt"
     peers.lammps_data("spheres-friction", 3, str(data), 1.5)
