@@ -1,7 +1,7 @@
 """Where a CPU step's time goes, instruction by instruction, with Linux ``perf``.
 
     python bench/profile_cpu.py [--workload spheres-friction] [--n 22] [--steps 2000]
-                                [--threads 1] [--freq 4000] [--top 12]
+                                [--threads 1] [--freq 4000] [--top 12] [--spacing 1]
 
 Numba's compiled kernels have no symbols ``perf`` can read, and with every law and body
 inlined (``inline="always"``) a whole block is one or two machine functions. This script
@@ -89,7 +89,7 @@ def _child(args) -> None:
         builder = spheres_builder(args.n**3)
     else:
         builder = block_impact_builder(args.n, gap=0.05, friction=args.workload != "block",
-                                       bonded=args.workload != "spheres-friction")  # fmt: skip
+                                       bonded=args.workload != "spheres-friction", spacing=args.spacing)  # fmt: skip
     model = builder.finalize(get_backend("cpu"))
     state = model.state()
     integ = ExplicitIntegrator("verlet")
@@ -140,12 +140,17 @@ def main(argv=None) -> int:
                    choices=("spheres-friction", "block-friction", "block", "spheres"))  # fmt: skip
     p.add_argument("--n", type=int, default=22, help="block edge (N = n^3); the spheres: n^3 of them")
     p.add_argument("--steps", type=int, default=2000, help="steps sampled after 60 of warm-up")
+    p.add_argument("--spacing", type=float, default=1.0,
+                   help="spheres-friction only: the spheres this many diameters apart (3: no pair, the particles' "
+                        "own cost)")  # fmt: skip
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--freq", type=int, default=4000, help="samples per second")
     p.add_argument("--top", type=int, default=12, help="hot instructions printed")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--dir", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.spacing != 1.0 and args.workload != "spheres-friction":
+        p.error(f"--spacing applies to the spheres-friction workload only, not {args.workload!r}")
     if args.child:
         _child(args)
         return 0
@@ -157,7 +162,8 @@ def main(argv=None) -> int:
         data = os.path.join(d, "perf.data")
         env = {**os.environ, "NUMBA_NUM_THREADS": str(args.threads)}
         cmd = ["perf", "record", "-q", "-F", str(args.freq), "-o", data, sys.executable, os.path.abspath(__file__),
-               "--child", "--dir", d, "--workload", args.workload, "--n", str(args.n), "--steps", str(args.steps)]  # fmt: skip
+               "--child", "--dir", d, "--workload", args.workload, "--n", str(args.n), "--steps", str(args.steps),
+               "--spacing", repr(args.spacing)]  # fmt: skip
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(os.path.join(d, "child.json")):
             print(f"profile_cpu: perf record failed ({r.returncode}):\n{r.stderr[-2000:]}", file=sys.stderr)

@@ -596,7 +596,6 @@ def build(jit, law, bond_fns, meshes=False):
         z = T(0.0)
         whist = dyn.whist
         planes = walls.planes
-        me = law_body(T, i, dyn, par)
         f1 = f2 = f3 = m1 = m2 = m3 = z
         c1 = c2 = c3 = e1 = e2 = e3 = z
         u = cu = dn = df = dr = dt = z
@@ -629,6 +628,7 @@ def build(jit, law, bond_fns, meshes=False):
                     whist[i, k, c] = z
                 continue
             touching += 1
+            me = law_body(T, i, dyn, par)  # read only for a wall in contact: most particles touch none
             mine = me
             fr = walls.frame
             moving = moves and fr[w, FRAME_MOVING] != z
@@ -661,8 +661,8 @@ def build(jit, law, bond_fns, meshes=False):
                 if fm > peak:  # noqa: PLR1730 (a comparison, not max: a NaN never raises it, on any backend)
                     peak = fm
         if walls.tri.shape[0] > 0 and near_mesh(T, i, dyn, walls):  # the triangle meshes (kernels.meshes)
-            ms = mesh_sum(T, i, me, update, h, dyn, par, walls, contacts, contacts.mat[i], contacts.nmat, U, D,
-                          MOMENTS, DISSIPATES)  # fmt: skip
+            ms = mesh_sum(T, i, law_body(T, i, dyn, par), update, h, dyn, par, walls, contacts, contacts.mat[i],
+                          contacts.nmat, U, D, MOMENTS, DISSIPATES)  # fmt: skip
             f1, c1 = cadd(f1, c1, ms[0])
             f2, c2 = cadd(f2, c2, ms[1])
             f3, c3 = cadd(f3, c3, ms[2])

@@ -114,6 +114,9 @@ def build(jit, base, law, prefetch=None, meshes=False):
             m1 = m1 + b4
             m2 = m2 + b5
             m3 = m3 + b6
+        dn = df = dr = dt = T(0.0)  # the ledger, read and written once (the same adds in the same order)
+        if DISSIPATES:
+            dn, df, dr, dt = dyn.dissip[i, 0], dyn.dissip[i, 1], dyn.dissip[i, 2], dyn.dissip[i, 3]
         if contacts.mode != 0:
             f1 = f1 + c[0]
             f2 = f2 + c[1]
@@ -123,10 +126,10 @@ def build(jit, base, law, prefetch=None, meshes=False):
                 m2 = m2 + c[4]
                 m3 = m3 + c[5]
             if DISSIPATES:
-                dyn.dissip[i, 0] += c[6]
-                dyn.dissip[i, 1] += c[7]
-                dyn.dissip[i, 2] += c[8]
-                dyn.dissip[i, 3] += c[9]
+                dn = dn + c[6]
+                df = df + c[7]
+                dr = dr + c[8]
+                dt = dt + c[9]
         if walls.planes.shape[0] > 0 or walls.tri.shape[0] > 0:
             w = wall_sum(i, True, h, dyn, par, walls, contacts)
             f1 = f1 + w[0]
@@ -137,10 +140,15 @@ def build(jit, base, law, prefetch=None, meshes=False):
                 m2 = m2 + w[4]
                 m3 = m3 + w[5]
             if DISSIPATES:
-                dyn.dissip[i, 0] += w[7]
-                dyn.dissip[i, 1] += w[8]
-                dyn.dissip[i, 2] += w[9]
-                dyn.dissip[i, 3] += w[10]
+                dn = dn + w[7]
+                df = df + w[8]
+                dr = dr + w[9]
+                dt = dt + w[10]
+        if DISSIPATES:
+            dyn.dissip[i, 0] = dn
+            dyn.dissip[i, 1] = df
+            dyn.dissip[i, 2] = dr
+            dyn.dissip[i, 3] = dt
         return kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
 
     @jit

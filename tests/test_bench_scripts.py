@@ -4,6 +4,7 @@ asserted here."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -362,3 +363,24 @@ def test_the_busy_machine_script_times_idle_and_loaded_runs(tmp_path):
     bad = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "busy_machine.py"), "--set-ups", "busy"],
                          capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT, check=False)  # fmt: skip
     assert bad.returncode == 2 and "--set-ups" in bad.stderr
+
+
+def test_the_step_pieces_script_times_each_piece_per_particle():
+    """``bench/step_pieces.py`` at a tiny size, the pieces that compile in seconds: one
+    line per piece with a finite positive time per particle (printed, never a speed
+    asserted); an unknown piece and ``--spacing`` with another workload are refused by
+    name."""
+    script = os.path.join(ROOT, "bench", "step_pieces.py")
+    args = ["--n", "4", "--spacing", "3", "--pieces", "advance,kick,wall", "--reps", "1", "--windows", "1", "--no-step"]
+    r = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT,
+                       check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "N = 64, spacing 3" in r.stdout
+    times = dict(re.findall(r"^\s+(advance|kick|wall|step)\s+([0-9.]+)", r.stdout, re.M))
+    assert sorted(times) == ["advance", "kick", "wall"]
+    assert all(0 < float(t) < np.inf for t in times.values())
+    for bad, name in ((["--pieces", "advance,rotate"], "--pieces"), (["--workload", "block", "--spacing", "2"],
+                                                                      "--spacing")):  # fmt: skip
+        b = subprocess.run([sys.executable, script, *bad], capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT,
+                           check=False)  # fmt: skip
+        assert b.returncode == 2 and name in b.stderr
