@@ -107,6 +107,36 @@ def test_mixing_and_the_tsuji_factor():
     assert tsuji_alpha(1.0) == 0.0 and all(p < q for p, q in itertools.pairwise(alphas))
 
 
+def test_the_tsuji_factor_is_the_same_number_whatever_blas_kernels_the_machine_has():
+    """``α(e)`` comes from an ODE solve whose last digits follow the BLAS kernels OpenBLAS
+    picks for the CPU; rounded to nine digits it is one number everywhere (each damped
+    trajectory inherits it). Three of OpenBLAS's kernel sets, forced in fresh processes
+    (the variable is ignored where NumPy has another BLAS), give the same ``α`` for the
+    block's, the glass-steel pair's and other restitutions, and each still rebounds at
+    its ``e`` to 1e-8."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from granular.particles.forces.materials import ALPHA_DIGITS, _rebound, tsuji_alpha
+
+    es = (0.5, 0.8, 0.6, 0.3, 0.95)
+    code = ("import json; from granular.particles.forces.materials import tsuji_alpha; "
+            f"print(json.dumps([tsuji_alpha(e) for e in {es!r}]))")
+    got = {}
+    for core in ("Haswell", "Sandybridge", "Prescott"):
+        env = dict(os.environ, OPENBLAS_CORETYPE=core)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False,
+                           timeout=300)  # fmt: skip
+        assert r.returncode == 0, r.stderr[-2000:]
+        got[core] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["Haswell"] == got["Sandybridge"] == got["Prescott"] == [tsuji_alpha(e) for e in es]
+    for e, a in zip(es, got["Haswell"]):
+        assert float(f"{a:.{ALPHA_DIGITS}g}") == a
+        assert _rebound(a) == pytest.approx(e, abs=1e-8)
+
+
 # ------------------------------------------------------------------ state, bits
 
 
