@@ -179,13 +179,13 @@ def build(jit, law):
         RM[i, 2] = m3
         v, om = dyn.v, dyn.omega
         if kick and scheme != SCHEME_CAMPELLO:
-            a, b = kick_factors(i, scheme, h, par)
-            v[i, 0] += a * f1
-            v[i, 1] += a * f2
-            v[i, 2] += a * f3
-            om[i, 0] += b * m1
-            om[i, 1] += b * m2
-            om[i, 2] += b * m3
+            a, b = kick_factors(i, scheme, h, par)  # the stored force and moment, in registers
+            v[i, 0] += a * T(f1)
+            v[i, 1] += a * T(f2)
+            v[i, 2] += a * T(f3)
+            om[i, 0] += b * T(m1)
+            om[i, 1] += b * T(m2)
+            om[i, 2] += b * T(m3)
         # a - a is 0 for a finite a and NaN otherwise, so the sum of them is 0 exactly when
         # every number of the row is finite, in whatever order it is added (one test, no
         # branch per number): six independent partial sums, not one chain of nineteen adds
