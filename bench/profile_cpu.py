@@ -41,9 +41,8 @@ import time
 from numba.core.registry import CPUDispatcher
 
 from granular.backend import get_backend
-from granular.benchmark import spheres_builder
+from granular.benchmark import workload_builder
 from granular.particles.integrators import ExplicitIntegrator
-from granular.particles.shapes import block_impact_builder
 
 #: Instructions of the divider unit (double and single precision, scalar and packed).
 DIVIDER = ("vsqrtsd", "vsqrtss", "vsqrtpd", "vsqrtps", "vdivsd", "vdivss", "vdivpd", "vdivps", "sqrtsd", "divsd")
@@ -85,12 +84,7 @@ def attribute(samples: dict[int, int], listing: list[tuple[int, str]], skid: int
 
 def _child(args) -> None:
     """Run the workload, then write the perf map and the hottest functions' code."""
-    if args.workload == "spheres":
-        builder = spheres_builder(args.n**3)
-    else:
-        builder = block_impact_builder(args.n, gap=0.05, friction=args.workload != "block",
-                                       bonded=args.workload != "spheres-friction", spacing=args.spacing)  # fmt: skip
-    model = builder.finalize(get_backend("cpu"))
+    model = workload_builder(args.workload, args.n, args.spacing).finalize(get_backend("cpu"))
     state = model.state()
     integ = ExplicitIntegrator("verlet")
     integ.advance(model, state, 1e-3, 60)

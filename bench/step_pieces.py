@@ -45,9 +45,8 @@ import numpy as np
 from numba import njit
 
 from granular.backend import get_backend
-from granular.benchmark import spheres_builder
+from granular.benchmark import workload_builder
 from granular.particles.integrators import ExplicitIntegrator
-from granular.particles.shapes import block_impact_builder
 from kernels import cpu, interactions, particles
 from kernels.laws import SCHEME_VERLET
 
@@ -112,13 +111,6 @@ def _loops(law):
     return {"advance": advance, "kick": kick, "wall": wall, "pairs": pairs, "forces": forces}
 
 
-def _builder(workload, n, spacing):
-    if workload == "spheres":
-        return spheres_builder(n**3)
-    kw = {"spacing": spacing} if workload == "spheres-friction" else {}
-    return block_impact_builder(n, gap=0.05, friction=workload != "block", bonded=workload != "spheres-friction", **kw)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workload", default="spheres-friction", choices=WORKLOADS)
@@ -139,7 +131,7 @@ def main(argv=None) -> int:
     if args.n < 2 or args.reps < 1 or args.windows < 1 or args.warm < 0:
         p.error("--n must be >= 2, --reps and --windows >= 1, --warm >= 0")
     numba.set_num_threads(1)
-    model = _builder(args.workload, args.n, args.spacing).finalize(get_backend("cpu"))
+    model = workload_builder(args.workload, args.n, args.spacing).finalize(get_backend("cpu"))
     state = model.state()
     integ = ExplicitIntegrator("verlet")
     integ.advance(model, state, 1e-3, args.warm)

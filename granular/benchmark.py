@@ -82,6 +82,18 @@ def spheres_builder(n_total: int, spacing: float = 0.98, seed: int = 0, kpp: flo
     return b
 
 
+def workload_builder(name: str, n: int, spacing: float = 1.0) -> ModelBuilder:
+    """The builder of a CPU workload by its name, as ``granular bench`` and the scripts of
+    ``bench/`` make it: ``"spheres"`` (:func:`spheres_builder` of ``n³``), else the block
+    of :func:`~granular.particles.shapes.block_impact_builder` (``n³``, ``gap = 0.05``):
+    ``"block"`` (paper 003's law, bonded), ``"block-friction"`` (the dissipative law,
+    bonded), ``"spheres-friction"`` (its spheres without bonds, ``spacing`` apart)."""
+    if name == "spheres":
+        return spheres_builder(n**3)
+    return block_impact_builder(n, gap=0.05, friction=name != "block", bonded=name != "spheres-friction",
+                                spacing=spacing)  # fmt: skip
+
+
 # --------------------------------------------------------------------- traffic
 
 
