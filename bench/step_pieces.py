@@ -20,6 +20,9 @@ steps of ``h = 1e-3`` first, so the block has met the wall):
 - ``wall``: the wall loop of each particle (``wall_sum``);
 - ``pairs``: the direct pass's pairs alone (``direct_start`` and ``direct_sum`` over the
   whole range as one chunk: each listed pair once, the law where it is in contact);
+- ``bonds``: the per-bond pass (as :mod:`kernels.cpu` runs it: paper 003's bonds in
+  groups of vector lanes, ``bond_lanes``; in a step, so a bond past its limit breaks;
+  the bonded workloads only);
 - ``forces``: ``pairs`` and each row's whole force body (pairs, walls, bonds, the
   dissipation ledger, the stored force, the finiteness test; ``direct_body`` without
   the kick);
@@ -47,10 +50,10 @@ from numba import njit
 from granular.backend import get_backend
 from granular.benchmark import workload_builder
 from granular.particles.integrators import ExplicitIntegrator
-from kernels import cpu, interactions, particles
+from kernels import bonds as bonds_mod, cpu, interactions, particles
 from kernels.laws import SCHEME_VERLET
 
-PIECES = ("advance", "kick", "wall", "pairs", "forces")
+PIECES = ("advance", "kick", "wall", "pairs", "bonds", "forces")
 WORKLOADS = ("spheres-friction", "block-friction", "block", "spheres")
 _K = {"nogil": True, "_nrt": False, "error_model": "numpy"}
 
@@ -63,6 +66,7 @@ def _loops(law):
     C = I.contacts
     advance_with, kick_factors, kick_body = P.advance_with, P.kick_factors, P.kick_body
     wall_sum, direct_start, direct_sum, direct_body = C.wall_sum, C.direct_start, C.direct_sum, I.direct_body
+    bond_eval_body, bond_lanes, lane_buffer, LANES = I.bond_eval_body, I.bond_lanes, cpu._lane_buffer, bonds_mod.LANES
 
     @njit(**_K)
     def advance(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -100,6 +104,18 @@ def _loops(law):
         return s
 
     @njit(**_K)
+    def bonds_pass(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        nb = bonds.terms.shape[0]
+        for _ in range(reps):
+            if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:  # as kernels.cpu's pass
+                buf = lane_buffer(dyn.x)
+                for base in range(0, nb, LANES):
+                    bond_lanes(base, min(LANES, nb - base), True, dyn, bonds, buf)
+            else:
+                for k in range(nb):
+                    bond_eval_body(k, True, dyn, bonds)
+
+    @njit(**_K)
     def forces(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         n = dyn.x.shape[0]
         for _ in range(reps):
@@ -108,7 +124,7 @@ def _loops(law):
             for i in range(n):
                 direct_body(i, n, False, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
-    return {"advance": advance, "kick": kick, "wall": wall, "pairs": pairs, "forces": forces}
+    return {"advance": advance, "kick": kick, "wall": wall, "pairs": pairs, "bonds": bonds_pass, "forces": forces}
 
 
 def main(argv=None) -> int:
@@ -128,6 +144,10 @@ def main(argv=None) -> int:
         p.error(f"--pieces: unknown {', '.join(bad)}; choose from {', '.join(PIECES)}")
     if args.spacing != 1.0 and args.workload != "spheres-friction":
         p.error(f"--spacing applies to the spheres-friction workload only, not {args.workload!r}")
+    if "bonds" in pieces and args.workload not in ("block", "block-friction"):
+        if args.pieces != ",".join(PIECES):
+            p.error(f"--pieces: bonds applies to the bonded workloads (block, block-friction), not {args.workload!r}")
+        pieces.remove("bonds")
     if args.n < 2 or args.reps < 1 or args.windows < 1 or args.warm < 0:
         p.error("--n must be >= 2, --reps and --windows >= 1, --warm >= 0")
     numba.set_num_threads(1)

@@ -27,11 +27,21 @@ from types import SimpleNamespace
 from . import laws
 
 
+#: Bonds evaluated together in vector lanes by the CPU's per-bond pass (:func:`build`
+#: ``bond_lanes``), and the columns of its buffer: the inputs (``d`` 3, the ends'
+#: quaternions 8, ``qref`` 4, ``n0_a``, ``n0_b`` 6, rest length and three stiffnesses),
+#: then the results (``terms_of``'s 16).
+LANES = 32
+LANE_IN = 25
+LANE_OUT = 16
+
+
 def build(jit, base):
     """Compile with ``jit``; ``base`` is the namespace of :func:`kernels.particles.build`."""
     quat_multiply = base.quat_multiply
     quat_rotate = base.quat_rotate
     quat_log = jit(laws.quat_log)
+    quat_log_series = jit(laws.quat_log_series)
     axial_bond = jit(laws.axial_bond)
     shear_bond = jit(laws.shear_bond)
     parallel_bond = jit(laws.parallel_bond)
@@ -59,7 +69,19 @@ def build(jit, base):
         ``RM_a = K^m θ``, ``RM_b = -K^m θ`` (47).
         """
         d0, d1, d2, d3 = relative_rotation(T, k, q, bonds)
-        return quat_log(T, d0, d1, d2, d3)
+        return log_map(T, d0, d1, d2, d3, False)[:3]
+
+    @jit
+    def log_map(T, d0, d1, d2, d3, series_only):
+        """The rotation vector of the unit quaternion ``d`` and ``t² = |d_vec|²/d0²``: by
+        the series (:func:`kernels.laws.quat_log_series`) where it is exact to round-off
+        (``t² <`` :data:`kernels.laws.LOG_SERIES`), else by ``atan2``
+        (:func:`kernels.laws.quat_log`); with ``series_only`` (a constant of the caller)
+        always the series, and the caller redoes the others (:func:`bond_lanes`)."""
+        th1, th2, th3, t2 = quat_log_series(T, d0, d1, d2, d3)
+        if not series_only and not (t2 < T(laws.LOG_SERIES)):
+            th1, th2, th3 = quat_log(T, d0, d1, d2, d3)
+        return th1, th2, th3, t2
 
     @jit
     def bond_vector(T, a, b, x, bonds):
@@ -105,15 +127,27 @@ def build(jit, base):
         a = bonds.a[k]
         b = bonds.b[k]
         d1, d2, d3 = bond_vector(T, a, b, x, bonds)
-        fa1, fa2, fa3, ua, strain = axial_bond(T, d1, d2, d3, bonds.rest_length[k], bonds.ka[k])
-        n0a, n0b = bonds.n0a, bonds.n0b
-        pa1, pa2, pa3 = quat_rotate(T, q[a, 0], q[a, 1], q[a, 2], q[a, 3], n0a[k, 0], n0a[k, 1], n0a[k, 2])
-        pb1, pb2, pb3 = quat_rotate(T, q[b, 0], q[b, 1], q[b, 2], q[b, 3], n0b[k, 0], n0b[k, 1], n0b[k, 2])
-        fs1, fs2, fs3, ma1, ma2, ma3, mb1, mb2, mb3, us = shear_bond(
-            T, d1, d2, d3, pa1, pa2, pa3, pb1, pb2, pb3, bonds.ks[k]
-        )
-        th1, th2, th3 = bending_rotation(T, k, q, bonds)
-        kk = bonds.km[k]
+        n0a, n0b, qref = bonds.n0a, bonds.n0b, bonds.qref
+        return terms_of(T, d1, d2, d3, q[a, 0], q[a, 1], q[a, 2], q[a, 3], q[b, 0], q[b, 1], q[b, 2], q[b, 3],
+                        qref[k, 0], qref[k, 1], qref[k, 2], qref[k, 3], n0a[k, 0], n0a[k, 1], n0a[k, 2], n0b[k, 0],
+                        n0b[k, 1], n0b[k, 2], bonds.rest_length[k], bonds.ka[k], bonds.ks[k], bonds.km[k], False)[:15]  # fmt: skip
+
+    @jit
+    def terms_of(T, d1, d2, d3, qa0, qa1, qa2, qa3, qb0, qb1, qb2, qb3, r0, r1, r2, r3, na1, na2, na3, nb1, nb2, nb3,
+                 rest, ka, ks, kk, series_only):  # fmt: skip
+        """Paper 003's bond from its inputs as numbers (:func:`bond_terms`' layout, then
+        ``t²`` of :func:`log_map`): ``d = x_a - x_b``, the ends' quaternions, the bond's
+        ``B`` quaternion (``qref``), its directions ``n0_a``, ``n0_b``, rest length and
+        stiffnesses. The one body of the scalar pass and of the lanes
+        (:func:`bond_lanes`), so both give the same bits."""
+        fa1, fa2, fa3, ua, strain = axial_bond(T, d1, d2, d3, rest, ka)
+        pa1, pa2, pa3 = quat_rotate(T, qa0, qa1, qa2, qa3, na1, na2, na3)
+        pb1, pb2, pb3 = quat_rotate(T, qb0, qb1, qb2, qb3, nb1, nb2, nb3)
+        fs1, fs2, fs3, ma1, ma2, ma3, mb1, mb2, mb3, us = shear_bond(T, d1, d2, d3, pa1, pa2, pa3, pb1, pb2, pb3, ks)
+        # D = R_b B R_aᵀ (relative_rotation)
+        t0, t1, t2, t3 = quat_multiply(r0, r1, r2, r3, qa0, -qa1, -qa2, -qa3)
+        e0, e1, e2, e3 = quat_multiply(qb0, qb1, qb2, qb3, t0, t1, t2, t3)
+        th1, th2, th3, tt = log_map(T, e0, e1, e2, e3, series_only)
         th2sum = th1 * th1 + th2 * th2 + th3 * th3
         um = T(0.5) * kk * th2sum
         angle = th2sum ** T(0.5)
@@ -121,7 +155,7 @@ def build(jit, base):
             fa1 + fs1, fa2 + fs2, fa3 + fs3,
             ma1 + kk * th1, ma2 + kk * th2, ma3 + kk * th3,
             mb1 - kk * th1, mb2 - kk * th2, mb3 - kk * th3,
-            ua, us, um, strain, angle, T(0.0),
+            ua, us, um, strain, angle, T(0.0), tt,
         )  # fmt: skip
 
     @jit
@@ -137,20 +171,88 @@ def build(jit, base):
         ``bonds.terms[k] = (F_a, RM_a, RM_b)`` (zeros once broken); in a step it breaks
         here (flag and released energy are the bond's own entries)."""
         T = dyn.x.dtype.type
+        if dyn.broken[k] == 0:
+            bond_store(k, update, dyn, bonds, bond_terms(T, k, dyn.x, dyn.q, bonds))
+        else:
+            for c in range(9):
+                bonds.terms[k, c] = T(0.0)
+
+    @jit
+    def bond_store(k, update, dyn, bonds, t):
+        """Bond ``k`` (intact until now) with terms ``t``: in a step past its limits it
+        breaks (flag, released energy, zero terms); else its terms go into the buffer."""
+        T = dyn.x.dtype.type
         terms = bonds.terms
-        live = dyn.broken[k] == 0
-        if live:
-            t = bond_terms(T, k, dyn.x, dyn.q, bonds)
-            if bond_breaks(T, k, update, bonds, t):
-                dyn.broken[k] = 1
-                dyn.released[k] = t[9] + t[10] + t[11]
-                live = False
-            else:
-                for c in range(9):
-                    terms[k, c] = t[c]
-        if not live:
+        if bond_breaks(T, k, update, bonds, t):
+            dyn.broken[k] = 1
+            dyn.released[k] = t[9] + t[10] + t[11]
             for c in range(9):
                 terms[k, c] = T(0.0)
+        else:
+            for c in range(9):
+                terms[k, c] = t[c]
+
+    @jit
+    def bond_lanes(base, m, update, dyn, bonds, buf):
+        """:func:`bond_eval_body` for the ``m <= LANES`` bonds from ``base``, evaluated in
+        vector lanes: their inputs gathered into the columns of ``buf`` (a flat array of
+        ``LANES * (LANE_IN + LANE_OUT)`` floats, column ``c`` at ``c * LANES``), then one
+        loop of :func:`terms_of` over the lanes, which the compiler turns into vector
+        instructions (the columns lie at constant distances in one array, and the loop has
+        no call and no branch it cannot turn into a select), then the terms stored bond by
+        bond. The same operations as the scalar pass lane by lane, so the same bits. A
+        lane whose angle is past the series (:func:`log_map`, ``t²`` in the last column)
+        is evaluated again by the scalar pass. For paper 003's bonds without a periodic
+        box (the caller checks). The unused lanes of a short group repeat bond ``base``."""
+        T = dyn.x.dtype.type
+        x, q = dyn.x, dyn.q
+        n0a, n0b, qref = bonds.n0a, bonds.n0b, bonds.qref
+        W = LANES
+        for l in range(W):
+            k = base + (l if l < m else 0)
+            a = bonds.a[k]
+            b = bonds.b[k]
+            buf[l] = x[a, 0] - x[b, 0]
+            buf[W + l] = x[a, 1] - x[b, 1]
+            buf[2 * W + l] = x[a, 2] - x[b, 2]
+            for c in range(4):
+                buf[(3 + c) * W + l] = q[a, c]
+                buf[(7 + c) * W + l] = q[b, c]
+                buf[(11 + c) * W + l] = qref[k, c]
+            for c in range(3):
+                buf[(15 + c) * W + l] = n0a[k, c]
+                buf[(18 + c) * W + l] = n0b[k, c]
+            buf[21 * W + l] = bonds.rest_length[k]
+            buf[22 * W + l] = bonds.ka[k]
+            buf[23 * W + l] = bonds.ks[k]
+            buf[24 * W + l] = bonds.km[k]
+        O = LANE_IN * W
+        for l in range(W):
+            # the results go back as a tuple unpacked into named places: a store per
+            # column (a loop over a tuple's items would index it by a variable, which
+            # the compiler cannot vectorise)
+            (buf[O + l], buf[O + W + l], buf[O + 2 * W + l], buf[O + 3 * W + l], buf[O + 4 * W + l],
+             buf[O + 5 * W + l], buf[O + 6 * W + l], buf[O + 7 * W + l], buf[O + 8 * W + l], buf[O + 9 * W + l],
+             buf[O + 10 * W + l], buf[O + 11 * W + l], buf[O + 12 * W + l], buf[O + 13 * W + l],
+             buf[O + 14 * W + l], buf[O + 15 * W + l]) = terms_of(
+                T, buf[l], buf[W + l], buf[2 * W + l], buf[3 * W + l], buf[4 * W + l], buf[5 * W + l],
+                buf[6 * W + l], buf[7 * W + l], buf[8 * W + l], buf[9 * W + l], buf[10 * W + l], buf[11 * W + l],
+                buf[12 * W + l], buf[13 * W + l], buf[14 * W + l], buf[15 * W + l], buf[16 * W + l],
+                buf[17 * W + l], buf[18 * W + l], buf[19 * W + l], buf[20 * W + l], buf[21 * W + l],
+                buf[22 * W + l], buf[23 * W + l], buf[24 * W + l], True)  # fmt: skip
+        for l in range(m):
+            k = base + l
+            if dyn.broken[k] != 0:
+                for c in range(9):
+                    bonds.terms[k, c] = T(0.0)
+            elif buf[O + 15 * W + l] < T(laws.LOG_SERIES):
+                t = (buf[O + l], buf[O + W + l], buf[O + 2 * W + l], buf[O + 3 * W + l], buf[O + 4 * W + l],
+                     buf[O + 5 * W + l], buf[O + 6 * W + l], buf[O + 7 * W + l], buf[O + 8 * W + l],
+                     buf[O + 9 * W + l], buf[O + 10 * W + l], buf[O + 11 * W + l], buf[O + 12 * W + l],
+                     buf[O + 13 * W + l], buf[O + 14 * W + l])  # fmt: skip
+                bond_store(k, update, dyn, bonds, t)
+            else:
+                bond_store(k, update, dyn, bonds, bond_terms(T, k, x, q, bonds))
 
     @jit
     def bond_sum(i, update, dyn, bonds):
@@ -216,6 +318,7 @@ def build(jit, base):
         out[k, 4] = t[13]
 
     return SimpleNamespace(quat_log=quat_log, bending_rotation=bending_rotation, bond_terms=bond_terms,
+                           bond_lanes=bond_lanes,
                            parallel_terms=parallel_terms,
                            bond_breaks=bond_breaks, bond_eval_body=bond_eval_body, bond_sum=bond_sum,
                            bond_measures_body=bond_measures_body)  # fmt: skip

@@ -42,7 +42,7 @@ from numba.core.extending import intrinsic
 
 from types import SimpleNamespace
 
-from . import grid, interactions, particles, walls as wall_motion
+from . import bonds as bond_bodies, grid, interactions, particles, walls as wall_motion
 from .cache import keyed
 from .laws import CONTACTS_LIST
 from .layout import (
@@ -123,6 +123,33 @@ def _prefetch(typingctx, arr, i, p):
     return types.void(arr, i, p), codegen
 
 
+#: Floats of the per-bond pass's lane buffer (:func:`kernels.bonds.build` ``bond_lanes``).
+_LANE_FLOATS = bond_bodies.LANES * (bond_bodies.LANE_IN + bond_bodies.LANE_OUT)
+
+
+@intrinsic
+def _lane_buffer(typingctx, like):
+    """A 1-D array of :data:`_LANE_FLOATS` numbers of ``like``'s type on the calling
+    function's stack (an ``alloca`` in its entry block): each thread's own scratch, with
+    no allocation (these kernels run without Numba's runtime) and no array for the caller
+    to keep. Its contents are undefined until written."""
+    if not isinstance(like, types.Array):
+        return None
+    retty = types.Array(like.dtype, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        lltype = context.get_data_type(like.dtype)
+        size = context.get_abi_sizeof(lltype)
+        ptr = cgutils.alloca_once(builder, lltype, size=context.get_constant(types.intp, _LANE_FLOATS))
+        ary = context.make_array(retty)(context, builder)
+        intp = lambda v: context.get_constant(types.intp, v)  # noqa: E731
+        context.populate_array(ary, data=ptr, shape=[intp(_LANE_FLOATS)], strides=[intp(size)], itemsize=intp(size),
+                               meminfo=None)  # fmt: skip
+        return ary._getvalue()
+
+    return retty(like), codegen
+
+
 @_jit
 def _prefetch_springs(k, contacts):
     """Prefetch the springs of row ``k``'s own pairs (partners ``j > k``) that held springs
@@ -190,6 +217,8 @@ def _compile(law, meshes=False):
     _advance_body = _P.advance_body
     _forces_body = _I.forces_body
     _bond_eval_body = _I.bond_eval_body
+    _bond_lanes = _I.bond_lanes
+    _LANES = bond_bodies.LANES
     _cross_pass = _I.cross_pass
     _direct_start = _I.direct_start
     _direct_chunk = _I.direct_chunk
@@ -220,8 +249,16 @@ def _compile(law, meshes=False):
 
     @kernel
     def _bond_eval_range(lo, hi, update, dyn, bonds):
-        for k in range(lo, hi):
-            _bond_eval_body(k, update, dyn, bonds)
+        """The per-bond pass over ``[lo, hi)``: paper 003's bonds without a periodic box
+        in groups of vector lanes (:func:`kernels.bonds.build` ``bond_lanes``), others
+        one by one; the same bits either way."""
+        if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:
+            buf = _lane_buffer(dyn.x)
+            for base in range(lo, hi, _LANES):
+                _bond_lanes(base, min(_LANES, hi - base), update, dyn, bonds, buf)
+        else:
+            for k in range(lo, hi):
+                _bond_eval_body(k, update, dyn, bonds)
 
 
     @kernel

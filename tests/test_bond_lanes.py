@@ -1,0 +1,136 @@
+"""The CPU's per-bond pass in vector lanes (kernels.bonds ``bond_lanes``) against the
+scalar pass, bit for bit, and the series of the rotation vector it relies on."""
+
+import platform
+
+import numpy as np
+import pytest
+from numba import njit
+
+from granular.backend import get_backend
+from granular.particles.builder import ModelBuilder
+from granular.particles.integrators import ExplicitIntegrator
+from kernels import bonds as bond_bodies, cpu, interactions, laws, particles
+from kernels.contact_laws import hertz
+
+_K = {"nogil": True, "_nrt": False, "error_model": "numpy"}
+
+
+def _unit_quaternions(rng, angles):
+    axis = rng.normal(size=(len(angles), 3))
+    axis /= np.linalg.norm(axis, axis=1)[:, None]
+    q = np.concatenate([np.cos(angles / 2)[:, None], np.sin(angles / 2)[:, None] * axis], axis=1)
+    return q * rng.choice([-1.0, 1.0], size=(len(angles), 1))  # both signs of the same rotation
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float64, 4), (np.float32, 4)])
+def test_the_series_is_the_rotation_vector_to_round_off_where_it_is_taken(rng, dtype, ulps):
+    T = dtype
+    log = njit(laws.quat_log)
+    series = njit(laws.quat_log_series)
+    # a quarter of the angle's tangent squared from 1e-14 up to the threshold
+    t = np.sqrt(np.geomspace(1e-14, laws.LOG_SERIES * 0.999, 400))
+    q = _unit_quaternions(rng, 4.0 * np.arctan(t)).astype(T)
+    worst = 0.0
+    taken = 0
+    for row in q:
+        a = np.array(log(T, *row), dtype=np.float64)
+        th1, th2, th3, t2 = series(T, *row)
+        if not t2 < T(laws.LOG_SERIES):
+            continue
+        taken += 1
+        b = np.array([th1, th2, th3], dtype=np.float64)
+        worst = max(worst, np.abs(a - b).max() / (np.abs(a).max() * np.finfo(T).eps))
+    assert taken > 350
+    assert worst <= ulps, f"the series is {worst:.1f} ulps from atan2"
+    # no rotation: the factor 2/|q0| exactly, as quat_log gives it
+    for q0 in (1.0, -1.0, 0.9999999, -0.75):
+        assert series(T, T(q0), T(0.0), T(0.0), T(0.0))[:3] == log(T, T(q0), T(0.0), T(0.0), T(0.0))
+    # past the threshold the series is not taken (and is not claimed exact there)
+    big = _unit_quaternions(rng, np.array([0.5, 1.0, 2.0, 3.0])).astype(T)
+    assert all(not series(T, *row)[3] < T(laws.LOG_SERIES) for row in big)
+
+
+def _bonded_model(rng, n=5):
+    """A lattice of ``n³`` unit spheres bonded to their axis neighbours, with limits
+    that some bonds pass once the particles are shaken (:func:`_shake`)."""
+    g = np.arange(n)
+    x = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3).astype(float)
+    idx = np.arange(n**3).reshape(n, n, n)
+    pairs = np.concatenate([np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1),
+                            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+                            np.stack([idx[:, :, :-1].ravel(), idx[:, :, 1:].ravel()], 1)])  # fmt: skip
+    b = ModelBuilder()
+    b.add_particles(x, radius=0.5)
+    nb = len(pairs)
+    b.add_bonds(pairs, ka=200.0, ks=150.0, km=10.0, strain_max=rng.uniform(0.01, 0.2, nb),
+                angle_max=rng.uniform(0.05, 3.0, nb))  # fmt: skip
+    b.set_contacts(100.0)
+    model = b.finalize(get_backend("cpu"))
+    state = model.state()
+    ExplicitIntegrator("verlet").advance(model, state, 1e-4, 1)
+    return model, state._engine.program.b
+
+
+def _shake(rng, bundle):
+    """Positions moved a little and orientations turned by angles from 1e-6 to 2.5 rad:
+    bonds on both sides of the series' threshold, some past their limits."""
+    dyn = bundle["dyn"]
+    n = dyn.x.shape[0]
+    dyn.x[:] += rng.normal(scale=0.03, size=(n, 3))
+    angles = np.where(rng.random(n) < 0.7, np.geomspace(1e-6, 0.1, n), rng.uniform(0.2, 2.5, n))
+    dyn.q[:] = _unit_quaternions(rng, rng.permutation(angles))
+    dyn.broken[: len(dyn.broken) // 7] = 1  # some bonds broken before the step
+
+
+def test_the_lanes_give_the_bits_of_the_scalar_pass(rng):
+    _, bundle = _bonded_model(rng)
+    dyn, bonds = bundle["dyn"], bundle["bonds"]
+    _shake(rng, bundle)
+    nb = bonds.terms.shape[0]
+    assert nb > 3 * bond_bodies.LANES  # full groups and a short one
+    P = particles.build(cpu._jit, hertz)
+    I = interactions.build(cpu._jit, P, hertz, cpu._prefetch_springs)  # noqa: E741
+    lanes, body, buffer, W = I.bond_lanes, I.bond_eval_body, cpu._lane_buffer, bond_bodies.LANES
+
+    @njit(**_K)
+    def by_lanes(lo, hi, update, dyn, bonds):
+        buf = buffer(dyn.x)
+        for base in range(lo, hi, W):
+            lanes(base, min(W, hi - base), update, dyn, bonds, buf)
+
+    @njit(**_K)
+    def one_by_one(lo, hi, update, dyn, bonds):
+        for k in range(lo, hi):
+            body(k, update, dyn, bonds)
+
+    series = njit(laws.quat_log_series)
+    relative = njit(laws.quat_multiply)
+    q = dyn.q
+    t2 = []
+    for k in range(nb):
+        a, b = bonds.a[k], bonds.b[k]
+        t = relative(*bonds.qref[k], q[a, 0], -q[a, 1], -q[a, 2], -q[a, 3])
+        t2.append(series(np.float64, *relative(*q[b], *t))[3])
+    t2 = np.array(t2)
+    assert (t2 < laws.LOG_SERIES).sum() > nb // 4 and (t2 >= laws.LOG_SERIES).sum() > nb // 4
+
+    kept = {k: getattr(dyn, k).copy() for k in ("broken", "released")}
+    for lo, hi, update in ((0, nb, True), (5, nb - 3, True), (0, nb, False), (7, 8, True), (40, 40, True)):
+        results = []
+        for run in (by_lanes, one_by_one):
+            for k, a in kept.items():
+                getattr(dyn, k)[:] = a
+            bonds.terms[:] = np.nan
+            run(lo, hi, update, dyn, bonds)
+            results.append((bonds.terms.copy(), dyn.broken.copy(), dyn.released.copy()))
+        (ta, ba, ra), (tb, bb, rb) = results
+        assert np.array_equal(ta, tb, equal_nan=True), (lo, hi, update)
+        assert np.array_equal(ba, bb) and np.array_equal(ra, rb, equal_nan=True), (lo, hi, update)
+        if update and hi - lo > 100:  # the limits were met: bonds broke in the step
+            assert ba.sum() > kept["broken"].sum()
+    assert np.isnan(results[0][0][:40]).all()  # an empty range writes nothing
+
+    if platform.machine() in ("x86_64", "AMD64"):
+        asm = by_lanes.inspect_asm(by_lanes.signatures[0])
+        assert "mulpd" in asm, "the lanes' loop was not vectorised"
