@@ -32,8 +32,8 @@ and then the engine's whole step over the next 400 steps (``step``). The pieces 
 the step (its own loop keeps fewer values live), so they bound the step's parts rather
 than add up to it. ``--spacing 3`` (``spheres-friction`` only) sets the spheres apart:
 no pair, the particles' own cost (``docs/engine.md``, "A particle's step, piece by
-piece"). The state is restored after each timed window; the laws' springs and the
-ledgers keep what the repetitions did to them. Not part of the tests' timings (a test
+piece"). The state is restored after each timed window (bonds that broke in it
+included); the laws' springs and the ledgers keep what the repetitions did to them. Not part of the tests' timings (a test
 runs the cheap pieces on a small block to keep the script working).
 """
 
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     b = state._engine.program.b
     bundles = (b["dyn"], b["par"], b["bonds"], b["contacts"], b["walls"], b["fields"], b["flags"].status)
     dyn, n = b["dyn"], model.n
-    kept = {k: getattr(dyn, k).copy() for k in ("x", "v", "omega", "q", "F", "RM")}
+    kept = {k: getattr(dyn, k).copy() for k in ("x", "v", "omega", "q", "F", "RM", "broken", "released")}
     loops = _loops(model.kernels.law)
     print(f"{args.workload}, N = {n}" + (f", spacing {args.spacing:g}" if args.workload == "spheres-friction" else "")
           + f", after {args.warm} steps; one thread, ns per particle (fastest of {args.windows} windows):")  # fmt: skip

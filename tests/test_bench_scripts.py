@@ -384,3 +384,12 @@ def test_the_step_pieces_script_times_each_piece_per_particle():
         b = subprocess.run([sys.executable, script, *bad], capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT,
                            check=False)  # fmt: skip
         assert b.returncode == 2 and name in b.stderr
+    # the bond pass, of a bonded workload only
+    r = subprocess.run([sys.executable, script, "--workload", "block", "--n", "4", "--pieces", "bonds", "--reps", "1",
+                        "--windows", "1", "--no-step"], capture_output=True, text=True, timeout=PATIENCE, cwd=ROOT,
+                       check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 0 < float(re.search(r"^\s+bonds\s+([0-9.]+)", r.stdout, re.M).group(1)) < np.inf
+    b = subprocess.run([sys.executable, script, "--workload", "spheres", "--pieces", "bonds"], capture_output=True,
+                       text=True, timeout=PATIENCE, cwd=ROOT, check=False)  # fmt: skip
+    assert b.returncode == 2 and "bonds applies to the bonded workloads" in b.stderr
