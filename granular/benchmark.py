@@ -563,15 +563,11 @@ def run_bench(args) -> int:
             if "torus" in workloads:
                 cases.append(("torus", lambda: torus_builder(), 5e-4, dtype, None))
             for n in _ints(args.n):
-                if "block" in workloads:
-                    cases.append(("block", lambda n=n: block_impact_builder(n, gap=0.05), 1e-3, dtype, n))
-                if "block-friction" in workloads:
-                    cases.append(("block-friction", lambda n=n: block_impact_builder(n, gap=0.05, friction=True), 1e-3,
-                                  dtype, n))  # fmt: skip
-                if "spheres-friction" in workloads:
-                    loose = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
-                                                             spacing=args.spacing)  # fmt: skip
-                    cases.append(("spheres-friction", loose, 1e-3, dtype, n))
+                for label in ("block", "block-friction", "spheres-friction"):
+                    if label in workloads:
+                        spacing = args.spacing if label == "spheres-friction" else 1.0
+                        cases.append((label, lambda label=label, n=n, spacing=spacing: workload_builder(label, n, spacing),
+                                      1e-3, dtype, n))  # fmt: skip
                 if "mesh" in workloads:  # the frictional spheres against a meshed wall of 2 mesh² triangles
                     meshed = lambda n=n: block_impact_builder(n, gap=0.05, friction=True, bonded=False,  # noqa: E731
                                                               mesh=args.mesh)  # fmt: skip
