@@ -200,15 +200,18 @@ def test_granular_bench_pile_row(tmp_path, capsys):
 
 def test_agreement_energy_drift_of_the_torus_in_both_precisions():
     """``bench/agreement.py``'s energy error of the torus, on the CPU for a short run: small,
-    and larger in float32 than in float64."""
+    and larger in float32 than in float64. At ``h = 5e-5`` the scheme's own drift (second
+    order: 1.5e-6 here, 6e-5 at ``h = 5e-4``) is well below single precision's round-off
+    (about 1.5e-5), so the comparison says which precision the error comes from; at
+    ``h = 5e-4`` the two were within a few per cent of each other, either way round."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("agreement", os.path.join(ROOT, "bench", "agreement.py"))
     agreement = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(agreement)
-    e64 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float64)
-    e32 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-4, 0.5, np.float32)
-    assert 0 < e64 < 1e-4 and e64 < e32 < 1e-2, (e64, e32)
+    e64 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-5, 0.5, np.float64)
+    e32 = agreement.energy_drift(agreement.torus_builder, "cpu", 5e-5, 0.5, np.float32)
+    assert 0 < e64 < 1e-5 and 3 * e64 < e32 < 1e-3, (e64, e32)
 
 
 def test_the_frictional_spheres_workload_is_the_block_without_its_bonds(tmp_path):
