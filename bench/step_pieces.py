@@ -33,8 +33,9 @@ the step (its own loop keeps fewer values live), so they bound the step's parts 
 than add up to it. ``--spacing 3`` (``spheres-friction`` only) sets the spheres apart:
 no pair, the particles' own cost (``docs/engine.md``, "A particle's step, piece by
 piece"). The state is restored after each timed window (bonds that broke in it
-included); the laws' springs and the ledgers keep what the repetitions did to them. Not part of the tests' timings (a test
-runs the cheap pieces on a small block to keep the script working).
+included); the laws' springs and the ledgers keep what the repetitions did to them. Not
+part of the tests' timings (a test runs the cheap pieces on a small block to keep the
+script working).
 """
 
 from __future__ import annotations

@@ -142,11 +142,11 @@ LOG_SERIES = 1.0e-3
 
 def quat_log_series(T, q0, q1, q2, q3):
     """:func:`quat_log` for small angles, and ``t² = |q_vec|²/q0²``: with ``t`` the
-    tangent of a quarter of the angle, the factor ``2 atan2(|q_vec|, |q0|)/|q_vec|`` is
+    tangent of half the angle, the factor ``2 atan2(|q_vec|, |q0|)/|q_vec|`` is
     ``(2/|q0|) atan(t)/t``, here by its series ``1 - t²/3 + t⁴/5 - … - t¹⁰/11``: exact to
-    round-off where ``t² <`` :data:`LOG_SERIES` (the caller takes :func:`quat_log`
-    elsewhere). No square root, no branch and no library call, so a loop of it runs in
-    vector lanes. At ``q_vec = 0`` the factor is ``2/|q0|``, the same number as
+    round-off where ``t² <`` :data:`LOG_SERIES`, angles below about 3.6° (the caller
+    takes :func:`quat_log` elsewhere). No square root, no library call and no branch but
+    a select, so a loop of it runs in vector lanes. At ``q_vec = 0`` the factor is ``2/|q0|``, the same number as
     :func:`quat_log`'s (``2 (1/|q0|)`` and ``2/|q0|`` round alike)."""
     nn = q1 * q1 + q2 * q2 + q3 * q3
     s = T(1.0)
