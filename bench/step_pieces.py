@@ -21,7 +21,7 @@ steps of ``h = 1e-3`` first, so the block has met the wall):
 - ``pairs``: the direct pass's pairs alone (``direct_start`` and ``direct_sum`` over the
   whole range as one chunk: each listed pair once, the law where it is in contact);
 - ``bonds``: the per-bond pass (as :mod:`kernels.cpu` runs it: paper 003's bonds in
-  groups of vector lanes, ``bond_lanes``; in a step, so a bond past its limit breaks;
+  groups of vector lanes, ``bond_range``; in a step, so a bond past its limit breaks;
   the bonded workloads only);
 - ``forces``: ``pairs`` and each row's whole force body (pairs, walls, bonds, the
   dissipation ledger, the stored force, the finiteness test; ``direct_body`` without
@@ -51,7 +51,7 @@ from numba import njit
 from granular.backend import get_backend
 from granular.benchmark import workload_builder
 from granular.particles.integrators import ExplicitIntegrator
-from kernels import bonds as bonds_mod, cpu, interactions, particles
+from kernels import cpu, interactions, particles
 from kernels.laws import SCHEME_VERLET
 
 PIECES = ("advance", "kick", "wall", "pairs", "bonds", "forces")
@@ -67,7 +67,7 @@ def _loops(law):
     C = I.contacts
     advance_with, kick_factors, kick_body = P.advance_with, P.kick_factors, P.kick_body
     wall_sum, direct_start, direct_sum, direct_body = C.wall_sum, C.direct_start, C.direct_sum, I.direct_body
-    bond_eval_body, bond_lanes, lane_buffer, LANES = I.bond_eval_body, I.bond_lanes, cpu._lane_buffer, bonds_mod.LANES
+    bond_range, lane_buffer = I.bond_range, cpu._lane_buffer
 
     @njit(**_K)
     def advance(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -106,15 +106,8 @@ def _loops(law):
 
     @njit(**_K)
     def bonds_pass(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
-        nb = bonds.terms.shape[0]
         for _ in range(reps):
-            if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:  # as kernels.cpu's pass
-                buf = lane_buffer(dyn.x)
-                for base in range(0, nb, LANES):
-                    bond_lanes(base, min(LANES, nb - base), True, dyn, bonds, buf)
-            else:
-                for k in range(nb):
-                    bond_eval_body(k, True, dyn, bonds)
+            bond_range(0, bonds.terms.shape[0], True, dyn, bonds, lane_buffer(dyn.x))
 
     @njit(**_K)
     def forces(reps, scheme, h, dyn, par, bonds, contacts, walls, fields, status):

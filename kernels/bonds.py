@@ -255,6 +255,18 @@ def build(jit, base):
                 bond_store(k, update, dyn, bonds, bond_terms(T, k, x, q, bonds))
 
     @jit
+    def bond_range(lo, hi, update, dyn, bonds, buf):
+        """The per-bond pass over bonds ``[lo, hi)`` (the CPU's): paper 003's bonds without
+        a periodic box in groups of :data:`LANES` (:func:`bond_lanes`, ``buf`` its
+        buffer), others one by one (:func:`bond_eval_body`); the same bits either way."""
+        if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:
+            for base in range(lo, hi, LANES):
+                bond_lanes(base, min(LANES, hi - base), update, dyn, bonds, buf)
+        else:
+            for k in range(lo, hi):
+                bond_eval_body(k, update, dyn, bonds)
+
+    @jit
     def bond_sum(i, update, dyn, bonds):
         """Force and spatial moment on ``i`` from its intact bonds: ``+F_a, RM_a`` at end
         ``a``, ``-F_a, RM_b`` at end ``b``, summed in the CSR order (which does not depend
@@ -318,7 +330,7 @@ def build(jit, base):
         out[k, 4] = t[13]
 
     return SimpleNamespace(quat_log=quat_log, bending_rotation=bending_rotation, bond_terms=bond_terms,
-                           bond_lanes=bond_lanes,
+                           bond_lanes=bond_lanes, bond_range=bond_range,
                            parallel_terms=parallel_terms,
                            bond_breaks=bond_breaks, bond_eval_body=bond_eval_body, bond_sum=bond_sum,
                            bond_measures_body=bond_measures_body)  # fmt: skip

@@ -216,9 +216,7 @@ def _compile(law, meshes=False):
 
     _advance_body = _P.advance_body
     _forces_body = _I.forces_body
-    _bond_eval_body = _I.bond_eval_body
-    _bond_lanes = _I.bond_lanes
-    _LANES = bond_bodies.LANES
+    _bond_range = _I.bond_range
     _cross_pass = _I.cross_pass
     _direct_start = _I.direct_start
     _direct_chunk = _I.direct_chunk
@@ -249,16 +247,9 @@ def _compile(law, meshes=False):
 
     @kernel
     def _bond_eval_range(lo, hi, update, dyn, bonds):
-        """The per-bond pass over ``[lo, hi)``: paper 003's bonds without a periodic box
-        in groups of vector lanes (:func:`kernels.bonds.build` ``bond_lanes``), others
-        one by one; the same bits either way."""
-        if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:
-            buf = _lane_buffer(dyn.x)
-            for base in range(lo, hi, _LANES):
-                _bond_lanes(base, min(_LANES, hi - base), update, dyn, bonds, buf)
-        else:
-            for k in range(lo, hi):
-                _bond_eval_body(k, update, dyn, bonds)
+        """The per-bond pass over ``[lo, hi)`` (:func:`kernels.bonds.build` ``bond_range``),
+        its lanes' buffer on this thread's stack."""
+        _bond_range(lo, hi, update, dyn, bonds, _lane_buffer(dyn.x))
 
 
     @kernel

@@ -325,6 +325,7 @@ def build(jit, base, law, prefetch=None, meshes=False):
         bond_sum=bond_sum,
         bond_eval_body=B.bond_eval_body,
         bond_lanes=B.bond_lanes,
+        bond_range=B.bond_range,
         bond_measures_body=B.bond_measures_body,
         pair_pass=C.pair_pass,
         pendulum_term=pendulum_term,
