@@ -16,7 +16,10 @@ with ``gap = 0.05``): ``n³`` touching unit spheres (mass 1) on a cubic lattice 
 toward the wall ``x = 0``, 60 steps of ``h = 1e-3`` before the timing, neighbour skin 0.2;
 every code times the same ``--steps`` steps that follow (``granular bench --steps``): the
 cost of a step changes as the block meets the wall, so windows elsewhere in the
-trajectory would not compare.
+trajectory would not compare. LAMMPS's timed ``run`` skips the set-up (``pre no``), which
+would otherwise rebuild its lists untimed at the window's start and move its later
+rebuilds: both codes then rebuild where their lists' half-skin test says, at the same
+steps (every 100 here: 4 rebuilds in the window each).
 
 - ``spheres-friction``: no bonds; LAMMPS ``pair granular hertz/material E e ν damping tsuji
   tangential mindlin NULL 1 μ rolling sds … twisting marshall`` and the same law on ``fix
@@ -96,7 +99,7 @@ def lammps_input(workload: str, n: int, steps: int, data: str) -> str:
                   "bond_coeff 1 200 200 10 10 1e30 1e30 1e30 1e30 0 0 0 0"]
     lines += [f"neighbor {SKIN} bin", "neigh_modify delay 0 every 1 check yes",
               f"fix wall all wall/gran granular {wall} xplane 0.0 NULL", "fix integ all nve/sphere",
-              f"timestep {H}", "thermo 0", f"run {WARMUP}", f"run {steps}"]  # fmt: skip
+              f"timestep {H}", "thermo 0", f"run {WARMUP}", f"run {steps} pre no"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

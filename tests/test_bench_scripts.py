@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from granular.benchmark import CUDA_ATTR_BUS_WIDTH, CUDA_ATTR_MEMORY_CLOCK, nominal_bandwidth, paired_cost
+from granular.particles.integrators import ExplicitIntegrator
 from granular.particles.shapes import block_impact_builder
 from granular.timing import machine, time_blocks, time_steps
 from patience import PATIENCE
@@ -277,10 +278,21 @@ def test_the_lammps_comparison_sets_up_the_same_configuration(workload, tmp_path
         assert f"hertz/material {BLOCK_MATERIAL['young']:.17g} 0.5 0.3 damping tsuji" in inp
         assert "tangential mindlin NULL 1.0 0.5" in inp
     assert "fix wall all wall/gran granular" in inp
+    # the timed run keeps the lists of the warm-up (no untimed rebuild at its start)
+    assert inp.rstrip().splitlines()[-2:] == [f"run {peers.WARMUP}", "run 10 pre no"]
     lmp, mpirun = shutil.which("lmp"), shutil.which("mpirun")
     if lmp and mpirun:
         ms, builds, build_ms = peers.run_lammps(workload, 3, 1, 10, lmp, mpirun, str(tmp_path))
         assert ms > 0 and builds >= 0 and (builds == 0 or build_ms >= 0)
+        # the same skin and test: both codes rebuild as often in the same window
+        ms, builds, build_ms = peers.run_lammps(workload, 3, 1, 400, lmp, mpirun, str(tmp_path))
+        state = model.state()
+        integrator = ExplicitIntegrator("verlet")
+        integrator.advance(model, state, peers.H, peers.WARMUP)
+        nl = model.neighbors_of(state)
+        before = nl.builds
+        integrator.advance(model, state, peers.H, 400)
+        assert builds == nl.builds - before > 0
 
 
 def test_spread_spheres_list_no_pair_in_both_codes(tmp_path, capsys):
