@@ -63,7 +63,7 @@ def _loops(law):
     """The timing loops for ``law``, compiled on first call (each its own function, so a
     run compiles only the pieces it times)."""
     P = particles.build(cpu._jit, law)
-    I = interactions.build(cpu._jit, P, law, cpu._prefetch_springs)  # noqa: E741
+    I = interactions.build(cpu._jit, P, law, cpu._prefetch_springs, acc_add=cpu._acc_add)  # noqa: E741
     C = I.contacts
     advance_with, kick_factors, kick_body = P.advance_with, P.kick_factors, P.kick_body
     wall_sum, direct_start, direct_sum, direct_body = C.wall_sum, C.direct_start, C.direct_sum, I.direct_body

@@ -43,12 +43,14 @@ from .contact_laws.interface import EVALUATE, NONE, RELEASE
 from .walls import FRAME_MOVING
 
 
-def build(jit, law, bond_fns, meshes=False):
+def build(jit, law, bond_fns, meshes=False, acc_add=None):
     """The loops for ``law`` (a module of :mod:`kernels.contact_laws`), compiled with ``jit``;
     ``bond_fns``: the namespace of :func:`kernels.bonds.build` (whether a bond is intact);
     ``meshes``: the wall loops also meet the triangle meshes (:mod:`kernels.meshes`;
     without, stand-ins that find none, so that a model without meshes compiles none of
-    that code)."""
+    that code); ``acc_add(acc, i, xs)``: the direct pass's compensated addition of the
+    numbers ``xs`` to row ``i`` of its running sums (``kernels.cpu._acc_add``, in vector
+    lanes), by default :func:`kernels.laws.compensated_add` on each."""
     L = law.build(jit)
     # the law's functions as plain names (a compiled function reads them as globals)
     law_body, law_params, law_load, law_store = L.body, L.params, L.load, L.store
@@ -62,6 +64,14 @@ def build(jit, law, bond_fns, meshes=False):
     law_moving = L.moving
     law_orient = L.orient
     cadd = jit(laws.compensated_add)
+    E = laws.ACC_CORRECTION
+    if acc_add is None:
+
+        @jit
+        def acc_add(acc, i, xs):
+            for k in range(len(xs)):
+                acc[i, k], acc[i, E + k] = cadd(acc[i, k], acc[i, E + k], xs[k])
+
     H = law.HISTORY
     U = H + 9  # the stored energy's place in a law's result
     D = H + 10  # the first dissipated energy's
@@ -447,38 +457,24 @@ def build(jit, law, bond_fns, meshes=False):
     @jit
     def direct_start(j, lo, contacts):
         """Before the direct pass over a chunk ``[lo, hi)``: ``j``'s running sums
-        (``contacts.acc``: force, moment, each with its compensation) start from the
+        (``contacts.acc``: force and moment, then their compensations from
+        :data:`kernels.laws.ACC_CORRECTION` on, :data:`kernels.laws.ACC_WIDTH`) start from the
         terms of its partners below ``lo``, which the cross pass left in its slots, in
         row order (they come first in the sorted row)."""
         res, got, nbr, acc = contacts.res, contacts.got, contacts.nbr, contacts.acc
         T = res.dtype.type
-        z = T(0.0)
-        f1 = c1 = f2 = c2 = f3 = c3 = m1 = e1 = m2 = e2 = m3 = e3 = z
+        for c in range(acc.shape[1]):
+            acc[j, c] = T(0.0)
         for s in range(min(contacts.count[j], nbr.shape[1])):
             if nbr[j, s] >= lo:
                 break
             if got[j, s] != 1:
                 continue
             got[j, s] = 0
-            f1, c1 = cadd(f1, c1, res[j, s, 0])
-            f2, c2 = cadd(f2, c2, res[j, s, 1])
-            f3, c3 = cadd(f3, c3, res[j, s, 2])
             if MOMENTS:
-                m1, e1 = cadd(m1, e1, res[j, s, 3])
-                m2, e2 = cadd(m2, e2, res[j, s, 4])
-                m3, e3 = cadd(m3, e3, res[j, s, 5])
-        acc[j, 0] = f1
-        acc[j, 1] = c1
-        acc[j, 2] = f2
-        acc[j, 3] = c2
-        acc[j, 4] = f3
-        acc[j, 5] = c3
-        acc[j, 6] = m1
-        acc[j, 7] = e1
-        acc[j, 8] = m2
-        acc[j, 9] = e2
-        acc[j, 10] = m3
-        acc[j, 11] = e3
+                acc_add(acc, j, (res[j, s, 0], res[j, s, 1], res[j, s, 2], res[j, s, 3], res[j, s, 4], res[j, s, 5]))
+            else:
+                acc_add(acc, j, (res[j, s, 0], res[j, s, 1], res[j, s, 2]))
 
     @jit
     def direct_sum(i, hi, h, dyn, par, bonds, contacts):
@@ -496,8 +492,6 @@ def build(jit, law, bond_fns, meshes=False):
         T = x.dtype.type
         z = T(0.0)
         res, got, nbr, acc = contacts.res, contacts.got, contacts.nbr, contacts.acc
-        f1, c1, f2, c2, f3, c3 = acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5]
-        m1, e1, m2, e2, m3, e3 = acc[i, 6], acc[i, 7], acc[i, 8], acc[i, 9], acc[i, 10], acc[i, 11]
         me = law_body(T, i, dyn, par)
         dn = df = dr = dt = z
         for s in range(min(contacts.count[i], nbr.shape[1])):
@@ -515,19 +509,12 @@ def build(jit, law, bond_fns, meshes=False):
                     dt += r[16]
                 if r[0] == 2:
                     continue
-                f1, c1 = cadd(f1, c1, r[1])
-                f2, c2 = cadd(f2, c2, r[2])
-                f3, c3 = cadd(f3, c3, r[3])
-                acc[j, 0], acc[j, 1] = cadd(acc[j, 0], acc[j, 1], r[7])
-                acc[j, 2], acc[j, 3] = cadd(acc[j, 2], acc[j, 3], r[8])
-                acc[j, 4], acc[j, 5] = cadd(acc[j, 4], acc[j, 5], r[9])
                 if MOMENTS:
-                    m1, e1 = cadd(m1, e1, r[4])
-                    m2, e2 = cadd(m2, e2, r[5])
-                    m3, e3 = cadd(m3, e3, r[6])
-                    acc[j, 6], acc[j, 7] = cadd(acc[j, 6], acc[j, 7], r[10])
-                    acc[j, 8], acc[j, 9] = cadd(acc[j, 8], acc[j, 9], r[11])
-                    acc[j, 10], acc[j, 11] = cadd(acc[j, 10], acc[j, 11], r[12])
+                    acc_add(acc, i, (r[1], r[2], r[3], r[4], r[5], r[6]))
+                    acc_add(acc, j, (r[7], r[8], r[9], r[10], r[11], r[12]))
+                else:
+                    acc_add(acc, i, (r[1], r[2], r[3]))
+                    acc_add(acc, j, (r[7], r[8], r[9]))
                 continue
             g = got[i, s]
             if g == 0:
@@ -542,14 +529,12 @@ def build(jit, law, bond_fns, meshes=False):
                     dt += res[j, q, 7]
             if g != 1:
                 continue
-            f1, c1 = cadd(f1, c1, res[i, s, 0])
-            f2, c2 = cadd(f2, c2, res[i, s, 1])
-            f3, c3 = cadd(f3, c3, res[i, s, 2])
             if MOMENTS:
-                m1, e1 = cadd(m1, e1, res[i, s, 3])
-                m2, e2 = cadd(m2, e2, res[i, s, 4])
-                m3, e3 = cadd(m3, e3, res[i, s, 5])
-        return f1 + c1, f2 + c2, f3 + c3, m1 + e1, m2 + e2, m3 + e3, dn, df, dr, dt
+                acc_add(acc, i, (res[i, s, 0], res[i, s, 1], res[i, s, 2], res[i, s, 3], res[i, s, 4], res[i, s, 5]))
+            else:
+                acc_add(acc, i, (res[i, s, 0], res[i, s, 1], res[i, s, 2]))
+        return (acc[i, 0] + acc[i, E], acc[i, 1] + acc[i, E + 1], acc[i, 2] + acc[i, E + 2],
+                acc[i, 3] + acc[i, E + 3], acc[i, 4] + acc[i, E + 4], acc[i, 5] + acc[i, E + 5], dn, df, dr, dt)  # fmt: skip
 
     @jit
     def gather(i, contacts):

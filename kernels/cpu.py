@@ -44,7 +44,7 @@ from types import SimpleNamespace
 
 from . import bonds as bond_bodies, grid, interactions, particles, walls as wall_motion
 from .cache import keyed
-from .laws import CONTACTS_LIST
+from .laws import ACC_CORRECTION as _ACC_CORRECTION, CONTACTS_LIST
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -121,6 +121,43 @@ def _prefetch(typingctx, arr, i, p):
         return context.get_dummy_value()
 
     return types.void(arr, i, p), codegen
+
+
+@intrinsic
+def _acc_add(typingctx, acc, row, xs):
+    """``acc[row, k] += xs[k]`` with compensation, for the 3 or 6 numbers of ``xs``: the
+    running sums of the direct pass (``Contacts.acc``, :data:`kernels.laws.ACC_WIDTH`), each
+    sum at column ``k`` and its correction at ``k +`` :data:`kernels.laws.ACC_CORRECTION`.
+    One vector of 4 or 8 lanes does what :func:`kernels.laws.compensated_add` does to each
+    component (TwoSum, the same operations lane by lane: the same bits), where the scalar
+    form takes seven additions a component; the lanes past ``xs`` add zero to zero."""
+    if not (isinstance(acc, types.Array) and acc.ndim == 2 and acc.layout == "C" and isinstance(row, types.Integer)
+            and isinstance(xs, types.UniTuple) and xs.count in (3, 6) and xs.dtype == acc.dtype):  # fmt: skip
+        return None
+    lanes = 4 if xs.count == 3 else 8
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, args[1], sig.args[1], types.intp), context.get_constant(types.intp, 0)]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        elt = context.get_data_type(aryty.dtype)
+        vec = ir.VectorType(elt, lanes)
+        align = context.get_abi_sizeof(elt)
+        sums = builder.bitcast(ptr, vec.as_pointer())
+        corr = builder.bitcast(builder.gep(ptr, [context.get_constant(types.intp, _ACC_CORRECTION)]), vec.as_pointer())
+        x = ir.Constant(vec, [ir.Constant(elt, 0.0)] * lanes)
+        for k in range(xs.count):
+            x = builder.insert_element(x, builder.extract_value(args[2], k), ir.Constant(ir.IntType(32), k))
+        s = builder.load(sums, align=align)
+        t = builder.fadd(s, x)
+        z = builder.fsub(t, s)
+        e = builder.fadd(builder.fsub(s, builder.fsub(t, z)), builder.fsub(x, z))
+        builder.store(builder.fadd(builder.load(corr, align=align), e), corr, align=align)
+        builder.store(t, sums, align=align)
+        return context.get_dummy_value()
+
+    return types.void(acc, row, xs), codegen
 
 
 #: Floats of the per-bond pass's lane buffer (:func:`kernels.bonds.build` ``bond_lanes``).
@@ -210,7 +247,7 @@ def _compile(law, meshes=False):
         return _parallel(keyed(fn, name))
 
     _P = particles.build(_jit, law)
-    _I = interactions.build(_jit, _P, law, _prefetch_springs, meshes=meshes)
+    _I = interactions.build(_jit, _P, law, _prefetch_springs, meshes=meshes, acc_add=_acc_add)
     _G = grid.build(_jit, law.HISTORY)
     HISTORY = law.HISTORY
 

@@ -28,15 +28,16 @@ from .layout import (
 )
 
 
-def build(jit, base, law, prefetch=None, meshes=False):
+def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
     """Compile with ``jit`` for the contact law ``law`` (a module of
     :mod:`kernels.contact_laws`); ``base`` is the namespace of :func:`kernels.particles.build`;
-    ``meshes``: the wall loops also meet triangle meshes."""
+    ``meshes``: the wall loops also meet triangle meshes; ``acc_add``: the direct pass's
+    compensated addition to a row of running sums (:func:`kernels.contacts.build`)."""
     quat_rotate = base.quat_rotate
     kick_body = base.kick_body
     pendulum_moment = base.pendulum_moment
     B = bond_bodies.build(jit, base)
-    C = contact_loops.build(jit, law, B, meshes=meshes)
+    C = contact_loops.build(jit, law, B, meshes=meshes, acc_add=acc_add)
     bond_sum, bond_terms = B.bond_sum, B.bond_terms
     pair_sum, gather, wall_sum, energies = C.pair_sum, C.gather, C.wall_sum, C.energies
     direct_sum = C.direct_sum

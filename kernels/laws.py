@@ -406,8 +406,12 @@ def cell_hash(cx, cy, cz, r, mask):
 #: end, and two of padding, so that a float64 slot is one 64-byte cache line.
 CONTACT_SLOT = 8
 #: Numbers of a particle's running sums in the CPU's direct pass (``Contacts.acc``): force
-#: (3) and moment (3), each component followed by its compensation (Neumaier).
-ACC_WIDTH = 12
+#: (3), moment (3) and two zeros, then their compensations (:func:`compensated_add`) in the
+#: same order from :data:`ACC_CORRECTION` on, so that one vector operation adds to all of
+#: them (``kernels.cpu._acc_add``).
+ACC_WIDTH = 16
+#: The column of the first compensation in ``Contacts.acc``.
+ACC_CORRECTION = 8
 #: Columns of the per-particle dissipated-energy ledger: normal damping, friction slip,
 #: rolling resistance, twisting resistance.
 DISSIPATION = 4

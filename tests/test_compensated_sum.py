@@ -86,3 +86,59 @@ def test_fast2sum_without_the_ordering_would_fail_this_test(rng):
         e = (s - t) + x
         inexact += Fraction(float(t)) + Fraction(float(e)) != Fraction(float(s)) + Fraction(float(x))
     assert inexact > 100
+
+
+def _row_adder(width):
+    """A loop adding rows of ``xs`` to the running sums of rows ``rows[k]`` of ``acc``
+    through the direct pass's vector addition (``kernels.cpu._acc_add``), and the same
+    through :func:`kernels.laws.compensated_add` one component at a time."""
+    from kernels.cpu import _acc_add
+
+    E = laws.ACC_CORRECTION
+
+    if width == 3:
+
+        @njit(error_model="numpy")
+        def lanes(acc, rows, xs):
+            for k in range(rows.shape[0]):
+                _acc_add(acc, rows[k], (xs[k, 0], xs[k, 1], xs[k, 2]))
+
+    else:
+
+        @njit(error_model="numpy")
+        def lanes(acc, rows, xs):
+            for k in range(rows.shape[0]):
+                _acc_add(acc, rows[k], (xs[k, 0], xs[k, 1], xs[k, 2], xs[k, 3], xs[k, 4], xs[k, 5]))
+
+    @njit(error_model="numpy")
+    def scalar(acc, rows, xs):
+        for k in range(rows.shape[0]):
+            i = rows[k]
+            for c in range(xs.shape[1]):
+                acc[i, c], acc[i, E + c] = cadd(acc[i, c], acc[i, E + c], xs[k, c])
+
+    return lanes, scalar
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("width", [3, 6])
+def test_the_direct_pass_adds_in_vector_lanes_with_the_same_bits(rng, dtype, width):
+    """The direct pass's running sums (force 3 and moment 6, their corrections from
+    ``ACC_CORRECTION`` on) take all their components in one vector operation: the same
+    bits as the scalar compensated addition of each, the unused lanes left at zero, and
+    the compiled loop holds packed additions."""
+    lanes, scalar = _row_adder(width)
+    m = 3000
+    rows = rng.integers(0, 40, size=m)
+    xs = (rng.normal(size=(m, width)) * 10.0 ** rng.uniform(-6, 6, size=(m, 1))).astype(dtype)
+    xs[::5] = -xs[::5][::-1]  # cancellations against earlier terms
+    a = np.zeros((40, laws.ACC_WIDTH), dtype=dtype)
+    b = a.copy()
+    lanes(a, rows, xs)
+    scalar(b, rows, xs)
+    np.testing.assert_array_equal(a, b)
+    assert a[:, laws.ACC_CORRECTION :].any()  # the corrections were exercised
+    assert not a[:, width : laws.ACC_CORRECTION].any() and not a[:, laws.ACC_CORRECTION + width :].any()
+    asm = lanes.inspect_asm(lanes.signatures[0])
+    packed = "vaddpd" if dtype == np.float64 else "vaddps"
+    assert packed in asm, "the running sums are no longer added in vector lanes"
