@@ -455,6 +455,15 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
                     got[j, q] = 1
 
     @jit
+    def add_terms(acc, k, f1, f2, f3, m1, m2, m3):
+        """A pair's force ``f`` and, for a law with moments, moment ``m`` on ``k`` added to
+        ``k``'s running sums (``acc_add``: one vector operation for 3 or 6 numbers)."""
+        if MOMENTS:
+            acc_add(acc, k, (f1, f2, f3, m1, m2, m3))
+        else:
+            acc_add(acc, k, (f1, f2, f3))
+
+    @jit
     def direct_start(j, lo, contacts):
         """Before the direct pass over a chunk ``[lo, hi)``: ``j``'s running sums
         (``contacts.acc``: force and moment, then their compensations from
@@ -471,10 +480,7 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
             if got[j, s] != 1:
                 continue
             got[j, s] = 0
-            if MOMENTS:
-                acc_add(acc, j, (res[j, s, 0], res[j, s, 1], res[j, s, 2], res[j, s, 3], res[j, s, 4], res[j, s, 5]))
-            else:
-                acc_add(acc, j, (res[j, s, 0], res[j, s, 1], res[j, s, 2]))
+            add_terms(acc, j, res[j, s, 0], res[j, s, 1], res[j, s, 2], res[j, s, 3], res[j, s, 4], res[j, s, 5])
 
     @jit
     def direct_sum(i, hi, h, dyn, par, bonds, contacts):
@@ -509,12 +515,8 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
                     dt += r[16]
                 if r[0] == 2:
                     continue
-                if MOMENTS:
-                    acc_add(acc, i, (r[1], r[2], r[3], r[4], r[5], r[6]))
-                    acc_add(acc, j, (r[7], r[8], r[9], r[10], r[11], r[12]))
-                else:
-                    acc_add(acc, i, (r[1], r[2], r[3]))
-                    acc_add(acc, j, (r[7], r[8], r[9]))
+                add_terms(acc, i, r[1], r[2], r[3], r[4], r[5], r[6])
+                add_terms(acc, j, r[7], r[8], r[9], r[10], r[11], r[12])
                 continue
             g = got[i, s]
             if g == 0:
@@ -529,10 +531,7 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
                     dt += res[j, q, 7]
             if g != 1:
                 continue
-            if MOMENTS:
-                acc_add(acc, i, (res[i, s, 0], res[i, s, 1], res[i, s, 2], res[i, s, 3], res[i, s, 4], res[i, s, 5]))
-            else:
-                acc_add(acc, i, (res[i, s, 0], res[i, s, 1], res[i, s, 2]))
+            add_terms(acc, i, res[i, s, 0], res[i, s, 1], res[i, s, 2], res[i, s, 3], res[i, s, 4], res[i, s, 5])
         return (acc[i, 0] + acc[i, E], acc[i, 1] + acc[i, E + 1], acc[i, 2] + acc[i, E + 2],
                 acc[i, 3] + acc[i, E + 3], acc[i, 4] + acc[i, E + 4], acc[i, 5] + acc[i, E + 5], dn, df, dr, dt)  # fmt: skip
 
