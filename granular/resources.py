@@ -54,7 +54,9 @@ def bytes_per_item(dtype) -> dict:
     per-bond force terms (9 floats), the energy measures (5 floats), the released energy
     three times (state and copies), the end indices and the CSR (four int64) and the
     broken flags (three); on the host: the builder's lists and the finalize step's sort
-    keys (about 130 bytes).
+    keys (about 130 bytes). On the CPU, the per-bond pass's row index of each bond (4 bytes)
+    and its table of distinct rows of rest data and stiffnesses (14 floats a row, at most
+    one row a bond: a random packing's bonds are all distinct).
     With the dissipative contact law (``history``), per particle the velocities it sees
     (``vp``, ``wp``: 12 floats) and the dissipated-energy ledger with its saved copy (8
     floats), and per listed slot the springs (8 floats) three times (the list's, the
@@ -71,6 +73,7 @@ def bytes_per_item(dtype) -> dict:
         "particle_host": 84 * 8,
         "bond_device": (16 + 9 + 5 + 3) * f + 4 * 8 + 3,
         "bond_host": 130,
+        "bond_table": 14 * f + 4,
         "slot_device": 4,
         "particle_history": 20 * f,
         "slot_history": 3 * 8 * f + 4 + 8,
@@ -88,6 +91,8 @@ def memory_needed(n, bonds, capacity, dtype, backend_name, simulated=False, hist
     dev = n * (b["particle_device"] + capacity * b["slot_device"]) + bonds * b["bond_device"]
     if backend_name == "cpu" and capacity:  # the direct pass: running sums, slots of pairs across chunks
         dev += n * (b["particle_direct"] + capacity * b["slot_pair_pass"])
+    if backend_name == "cpu":  # the per-bond pass's table of distinct rows, at most a row a bond
+        dev += bonds * b["bond_table"]
     if history:
         dev += n * (b["particle_history"] + capacity * b["slot_history"])
     host = HOST_BASELINE + n * b["particle_host"] + bonds * b["bond_host"]

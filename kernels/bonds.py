@@ -200,13 +200,16 @@ def build(jit, base):
         loop of :func:`terms_of` over the lanes, which the compiler turns into vector
         instructions (the columns lie at constant distances in one array, and the loop has
         no call and no branch it cannot turn into a select), then the terms stored bond by
-        bond. The same operations as the scalar pass lane by lane, so the same bits. A
+        bond. A bond's ``B``, ``n0_a``, ``n0_b``, rest length and stiffnesses come from its
+        row of ``bonds.table`` (the same numbers as the per-bond arrays, read from a few
+        cache lines where the bonds share them). The same operations as the scalar pass
+        lane by lane, so the same bits. A
         lane whose angle is past the series (:func:`log_map`, ``t²`` in the last column)
         is evaluated again by the scalar pass. For paper 003's bonds without a periodic
         box (the caller checks). The unused lanes of a short group repeat bond ``base``."""
         T = dyn.x.dtype.type
         x, q = dyn.x, dyn.q
-        n0a, n0b, qref = bonds.n0a, bonds.n0b, bonds.qref
+        table = bonds.table
         W = LANES
         for l in range(W):
             k = base + (l if l < m else 0)
@@ -218,14 +221,10 @@ def build(jit, base):
             for c in range(4):
                 buf[(3 + c) * W + l] = q[a, c]
                 buf[(7 + c) * W + l] = q[b, c]
-                buf[(11 + c) * W + l] = qref[k, c]
-            for c in range(3):
-                buf[(15 + c) * W + l] = n0a[k, c]
-                buf[(18 + c) * W + l] = n0b[k, c]
-            buf[21 * W + l] = bonds.rest_length[k]
-            buf[22 * W + l] = bonds.ka[k]
-            buf[23 * W + l] = bonds.ks[k]
-            buf[24 * W + l] = bonds.km[k]
+            # B, n0_a, n0_b, rest length, ka, ks, km: columns 11-24, the bond's row
+            r = bonds.row[k]
+            for c in range(14):
+                buf[(11 + c) * W + l] = table[r, c]
         O = LANE_IN * W
         for l in range(W):
             # the results go back as a tuple unpacked into named places: a store per

@@ -57,7 +57,10 @@ precision. Units are consistent units of length, time and mass.
     (B, 2) the arms of ends ``a`` and ``b`` [L], ``crit`` (B, 4) the failure index's
     coefficients; all four are empty (length 0) when the model has no parallel bond.
     ``period``: the periodic box, as in ``Contacts`` (a bond across the boundary is
-    measured by the minimum image).
+    measured by the minimum image). ``row`` (B,) int32 and ``table`` (K, 14): the same
+    ``qref``, ``n0a``, ``n0b``, ``rest_length``, ``ka``, ``ks``, ``km`` as rows of a
+    table of distinct rows (bond ``k``'s is ``table[row[k]]``, bit for bit), which the
+    CPU's per-bond pass reads; empty where the backend has no per-bond pass.
 
 ``Contacts``: contact candidates and the contact law's fixed data
     ``mode`` int (:data:`kernels.laws.CONTACTS_NONE`, ``_LIST``, ``_ALL_PAIRS``);
@@ -130,7 +133,7 @@ Particles = namedtuple("Particles", "mass inertia radius")
 Bonds = namedtuple(
     "Bonds",
     "offsets incident a b rest_length n0a n0b qref ka ks km strain_max angle_max can_break skip_contacts terms "
-    "form kt arm crit period",
+    "form kt arm crit period row table",
 )
 Contacts = namedtuple(
     "Contacts",

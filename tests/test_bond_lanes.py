@@ -9,6 +9,7 @@ from numba import njit
 
 from granular.backend import get_backend
 from granular.particles.builder import ModelBuilder
+from granular.particles.forces.bonds import bond_table
 from granular.particles.integrators import ExplicitIntegrator
 from kernels import bonds as bond_bodies, cpu, interactions, laws, particles
 from kernels.contact_laws import hertz
@@ -51,9 +52,10 @@ def test_the_series_is_the_rotation_vector_to_round_off_where_it_is_taken(rng, d
     assert all(not series(T, *row)[3] < T(laws.LOG_SERIES) for row in big)
 
 
-def _bonded_model(rng, n=5):
+def _bonded_model(rng, n=5, varied=False):
     """A lattice of ``n³`` unit spheres bonded to their axis neighbours, with limits
-    that some bonds pass once the particles are shaken (:func:`_shake`)."""
+    that some bonds pass once the particles are shaken (:func:`_shake`); ``varied``:
+    each bond its own stiffnesses (the per-bond pass's table then has a row a bond)."""
     g = np.arange(n)
     x = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3).astype(float)
     idx = np.arange(n**3).reshape(n, n, n)
@@ -63,7 +65,8 @@ def _bonded_model(rng, n=5):
     b = ModelBuilder()
     b.add_particles(x, radius=0.5)
     nb = len(pairs)
-    b.add_bonds(pairs, ka=200.0, ks=150.0, km=10.0, strain_max=rng.uniform(0.01, 0.2, nb),
+    ka, ks, km = (rng.uniform(0.5, 1.5, nb) * k if varied else k for k in (200.0, 150.0, 10.0))
+    b.add_bonds(pairs, ka=ka, ks=ks, km=km, strain_max=rng.uniform(0.01, 0.2, nb),
                 angle_max=rng.uniform(0.05, 3.0, nb))  # fmt: skip
     b.set_contacts(100.0)
     model = b.finalize(get_backend("cpu"))
@@ -83,12 +86,17 @@ def _shake(rng, bundle):
     dyn.broken[: len(dyn.broken) // 7] = 1  # some bonds broken before the step
 
 
-def test_the_lanes_give_the_bits_of_the_scalar_pass(rng):
-    _, bundle = _bonded_model(rng)
+@pytest.mark.parametrize("varied", [False, True])
+def test_the_lanes_give_the_bits_of_the_scalar_pass(rng, varied):
+    """The lanes read a bond's reference data and stiffnesses from the table of distinct
+    rows, the scalar pass from the per-bond arrays: a lattice with shared stiffnesses
+    (three rows, one per axis) and one with a row a bond."""
+    _, bundle = _bonded_model(rng, varied=varied)
     dyn, bonds = bundle["dyn"], bundle["bonds"]
     _shake(rng, bundle)
     nb = bonds.terms.shape[0]
     assert nb > 3 * bond_bodies.LANES  # full groups and a short one
+    assert bonds.table.shape[0] == (nb if varied else 3)
     P = particles.build(cpu._jit, hertz)
     I = interactions.build(cpu._jit, P, hertz, cpu._prefetch_springs)  # noqa: E741
     lanes, body, buffer, W = I.bond_lanes, I.bond_eval_body, cpu._lane_buffer, bond_bodies.LANES
@@ -134,3 +142,30 @@ def test_the_lanes_give_the_bits_of_the_scalar_pass(rng):
     if platform.machine() in ("x86_64", "AMD64"):
         asm = by_lanes.inspect_asm(by_lanes.signatures[0])
         assert "mulpd" in asm, "the lanes' loop was not vectorised"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_table_of_rows_gives_each_bond_its_numbers_bit_for_bit(rng, dtype):
+    """``bond_table``: ``table[row[k]]`` is bond ``k``'s ``(qref, n0_a, n0_b, rest
+    length, ka, ks, km)`` in the model's precision, bit for bit; rows are told apart by
+    their bits (``-0.0`` is not ``0.0``), and equal rows are stored once."""
+    nb = 500
+    km = 2.5  # a stiffness given once for every bond
+    shared = np.c_[rng.normal(size=(7, 13)), np.full(7, km)]
+    shared[4] = shared[3]
+    shared[3, 5], shared[4, 5] = -0.0, 0.0  # rows 3 and 4 differ only in the sign of a zero
+    pick = rng.permutation(np.arange(nb) % 7)
+    data = shared[pick]
+    row, table = bond_table(data[:, 4:7], data[:, 7:10], data[:, 0:4], data[:, 10], data[:, 11], data[:, 12], km,
+                            dtype)  # fmt: skip
+    assert row.dtype == np.int32 and table.dtype == dtype and table.shape == (7, 14)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    assert np.array_equal(table[row].view(bits), data.astype(dtype).view(bits))
+    assert np.signbit(table[row][pick == 3, 5]).all() and not np.signbit(table[row][pick == 4, 5]).any()
+    # every bond distinct: a row a bond
+    cols = rng.normal(size=(nb, 14))
+    row, table = bond_table(cols[:, 4:7], cols[:, 7:10], cols[:, 0:4], cols[:, 10], cols[:, 11], cols[:, 12],
+                            cols[:, 13], dtype)
+    assert table.shape == (nb, 14) and np.array_equal(table[row], cols.astype(dtype))
+    row, table = bond_table(*(np.zeros((0, c)) for c in (3, 3, 4)), *(np.zeros(0),) * 4, dtype)
+    assert row.shape == (0,) and table.shape == (0, 14)

@@ -111,6 +111,8 @@ class Bonds:
         self._measures = xp.zeros((len(a), len(MEASURES)), dtype=dtype)
         per_bond = backend.kernels.PER_BOND_PASS
         self._terms = xp.zeros((len(a) if per_bond else 0, 9), dtype=dtype)
+        row, table = bond_table(n0a, n0b, qref, r0, ka, ks, km, dtype) if per_bond else _no_table(dtype)
+        self.row, self.table = xp.asarray(row), xp.asarray(table)
 
     def kernel_args(self) -> BondArgs:
         """The ``Bonds`` argument bundle (device views). The backend's kernel module
@@ -121,7 +123,7 @@ class Bonds:
             dev(self.offsets), dev(self.incident), dev(self.a), dev(self.b), dev(self.rest_length), dev(self.n0a),
             dev(self.n0b), dev(self.qref), dev(self.ka), dev(self.ks), dev(self.km), dev(self.strain_max),
             dev(self.angle_max), self.can_break, self.skip_contacts, dev(self._terms), dev(self.form), dev(self.kt),
-            dev(self.arm), dev(self.crit), dev(self.period),
+            dev(self.arm), dev(self.crit), dev(self.period), dev(self.row), dev(self.table),
         )  # fmt: skip
 
     def accumulate(self, model, cfg) -> None:
@@ -150,4 +152,39 @@ def empty_bond_args(backend, n_particles, dtype, period=None) -> BondArgs:
     z4 = dev(xp.zeros((0, 4), dtype=dtype))
     return BondArgs(dev(xp.zeros(n_particles + 1, dtype=np.int64)), zi, zi, zi, z, z3, z3, z4, z, z, z, z, z, False,
                     False, dev(xp.zeros((0, 9), dtype=dtype)), dev(xp.zeros(0, dtype=np.int8)), z,
-                    dev(xp.zeros((0, 2), dtype=dtype)), z4, dev(period_rows(xp, period, dtype)))  # fmt: skip
+                    dev(xp.zeros((0, 2), dtype=dtype)), z4, dev(period_rows(xp, period, dtype)),
+                    *(dev(xp.asarray(v)) for v in _no_table(dtype)))  # fmt: skip
+
+
+#: The columns of a bond's row in :func:`bond_table`: ``B`` (``qref``) 4, ``n0_a`` 3,
+#: ``n0_b`` 3, rest length, ``ka``, ``ks``, ``km``.
+TABLE_COLUMNS = 14
+
+
+def bond_table(n0a, n0b, qref, rest_length, ka, ks, km, dtype):
+    """The bonds' reference data and stiffnesses as rows of a table of distinct rows:
+    ``row`` (B,) int32, ``table`` (K, :data:`TABLE_COLUMNS`), bond ``k``'s row
+    ``table[row[k]]`` is ``(qref, n0_a, n0_b, rest length, ka, ks, km)`` in ``dtype``,
+    bit for bit (rows are told apart by their bits, so ``-0.0`` and ``0.0`` stay apart).
+
+    The CPU's per-bond pass reads these rows in place of the seven per-bond arrays. A solid
+    built on a lattice has a handful of distinct rows (one per bond direction), which sit
+    in the first level of cache, so a bond's data read in a step falls from 112 bytes to 4;
+    a random packing has as many rows as bonds, and reads what it read before."""
+    b = len(rest_length)
+    rows = np.empty((b, TABLE_COLUMNS), dtype=dtype)
+    rows[:, 0:4] = qref
+    rows[:, 4:7] = n0a
+    rows[:, 7:10] = n0b
+    rows[:, 10] = rest_length
+    rows[:, 11], rows[:, 12], rows[:, 13] = (np.broadcast_to(np.asarray(k, dtype=dtype), (b,)) for k in (ka, ks, km))
+    if b == 0:
+        return _no_table(dtype)
+    bits = np.ascontiguousarray(rows).view(np.dtype(f"u{rows.itemsize}"))
+    _, first, row = np.unique(bits, axis=0, return_index=True, return_inverse=True)
+    return row.reshape(-1).astype(np.int32), np.ascontiguousarray(rows[first])
+
+
+def _no_table(dtype):
+    """An empty :func:`bond_table` (no bonds, or a backend without the per-bond pass)."""
+    return np.zeros(0, dtype=np.int32), np.zeros((0, TABLE_COLUMNS), dtype=dtype)
