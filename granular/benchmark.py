@@ -104,13 +104,13 @@ def bytes_per_step(model, state=None) -> int:
     bandwidth is compared with.
 
     advance: reads x, v, q, Ω, F, RM, m, J (and x_ref with a neighbour list), writes x,
-    v, q, Ω. Bonds, per-bond pass (CPU): reads each bond's ends, row, flag (and
+    v, q, Ω. Bonds, per-bond pass (CPU): reads each bond's ends, row index, flag (and
     thresholds), and once the table of distinct rows of rest data and stiffnesses; writes
-    its (F_a, RM_a, RM_b); per-particle pass (GPU): each end reads the bond data instead. Forces: reads x, q, m, J, radius, the CSR offsets and
-    incident ids, the bond terms (or data) per incident bond, the neighbour row and count,
-    the walls; reads and writes v, Ω; writes F, RM. The dissipative law adds the
-    velocities it sees, the ledgers, the wall springs and, per contact holding springs,
-    its springs and slots.
+    its (F_a, RM_a, RM_b); per-particle pass (GPU): each end reads the bond data instead.
+    Forces: reads x, q, m, J, radius, the CSR offsets and incident ids, the bond terms
+    (or data) per incident bond, the neighbour row and count, the walls; reads and writes
+    v, Ω; writes F, RM. The dissipative law adds the velocities it sees, the ledgers, the
+    wall springs and, per contact holding springs, its springs and slots.
     """
     f = model.dtype.itemsize
     n, nb = model.n, model.n_bonds
@@ -126,7 +126,7 @@ def bytes_per_step(model, state=None) -> int:
         bond_data = 2 * 8 + (1 + 6 + 4 + 3) * f + 1 + (2 * f if model.bonds.can_break else 0)
         forces += n * 8 + 2 * nb * 8  # offsets, incident
         if model.backend.kernels.PER_BOND_PASS:
-            # the rest data and stiffnesses from the table of distinct rows: a kind a bond
+            # the rest data and stiffnesses from the table of distinct rows: a row index a bond
             thresholds = 2 * f if model.bonds.can_break else 0
             total += nb * (2 * 8 + 4 + 1 + thresholds + 9 * f) + int(model.bonds.table.shape[0]) * 14 * f
             forces += 2 * nb * (8 + 6 * f)  # end id and the end's six terms
