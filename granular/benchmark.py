@@ -123,11 +123,11 @@ def bytes_per_step(model, state=None) -> int:
     if gravity is not None and gravity.replica is not None:
         forces += n * 4  # each particle's replica, for its replica's gravity
     if nb:
-        bond_data = 2 * 8 + (1 + 6 + 4 + 3) * f + 1 + (2 * f if model.bonds.can_break else 0)
+        thresholds = 2 * f if model.bonds.can_break else 0
+        bond_data = 2 * 8 + (1 + 6 + 4 + 3) * f + 1 + thresholds
         forces += n * 8 + 2 * nb * 8  # offsets, incident
         if model.backend.kernels.PER_BOND_PASS:
             # the rest data and stiffnesses from the table of distinct rows: a row index a bond
-            thresholds = 2 * f if model.bonds.can_break else 0
             total += nb * (2 * 8 + 4 + 1 + thresholds + 9 * f) + int(model.bonds.table.shape[0]) * 14 * f
             forces += 2 * nb * (8 + 6 * f)  # end id and the end's six terms
         else:

@@ -172,14 +172,14 @@ def bond_table(n0a, n0b, qref, rest_length, ka, ks, km, dtype):
     in the first level of cache, so a bond's data read in a step falls from 112 bytes to 4;
     a random packing has as many rows as bonds, and reads what it read before."""
     b = len(rest_length)
+    if b == 0:
+        return _no_table(dtype)
     rows = np.empty((b, TABLE_COLUMNS), dtype=dtype)
     rows[:, 0:4] = qref
     rows[:, 4:7] = n0a
     rows[:, 7:10] = n0b
     rows[:, 10] = rest_length
     rows[:, 11], rows[:, 12], rows[:, 13] = (np.broadcast_to(np.asarray(k, dtype=dtype), (b,)) for k in (ka, ks, km))
-    if b == 0:
-        return _no_table(dtype)
     bits = np.ascontiguousarray(rows).view(np.dtype(f"u{rows.itemsize}"))
     _, first, row = np.unique(bits, axis=0, return_index=True, return_inverse=True)
     return row.reshape(-1).astype(np.int32), np.ascontiguousarray(rows[first])
