@@ -24,6 +24,8 @@ runs first (the flag only goes from 0 to 1).
 import math
 from types import SimpleNamespace
 
+import numpy as np
+
 from . import laws
 
 
@@ -193,38 +195,80 @@ def build(jit, base):
                 terms[k, c] = t[c]
 
     @jit
-    def bond_lanes(base, m, update, dyn, bonds, buf):
-        """:func:`bond_eval_body` for the ``m <= LANES`` bonds from ``base``, evaluated in
-        vector lanes: their inputs gathered into the columns of ``buf`` (a flat array of
+    def lane_ends(buf, l, x, q, a, b):
+        """Lane ``l`` of :func:`bond_lanes`'s buffer: the centres' difference ``x_a - x_b``
+        and both ends' quaternions, columns 0-10."""
+        W = LANES
+        buf[l] = x[a, 0] - x[b, 0]
+        buf[W + l] = x[a, 1] - x[b, 1]
+        buf[2 * W + l] = x[a, 2] - x[b, 2]
+        for c in range(4):
+            buf[(3 + c) * W + l] = q[a, c]
+            buf[(7 + c) * W + l] = q[b, c]
+
+    @jit
+    def bond_lanes(base, first, update, dyn, bonds, buf):
+        """:func:`bond_eval_body` for the bonds ``base + first`` to ``base + LANES - 1``,
+        evaluated in vector lanes: the ``LANES`` bonds from ``base`` (all of which exist)
+        have their inputs gathered into the columns of ``buf`` (a flat array of
         ``LANES * (LANE_IN + LANE_OUT)`` floats, column ``c`` at ``c * LANES``), then one
         loop of :func:`terms_of` over the lanes, which the compiler turns into vector
         instructions (the columns lie at constant distances in one array, and the loop has
-        no call and no branch it cannot turn into a select), then the terms stored bond by
-        bond. A bond's ``B``, ``n0_a``, ``n0_b``, rest length and stiffnesses come from its
-        row of ``bonds.table`` (the same numbers as the per-bond arrays, read from a few
-        cache lines where the bonds share them). The same operations as the scalar pass
-        lane by lane, so the same bits. A
+        no call and no branch it cannot turn into a select), then the terms of lanes
+        ``first`` on are stored bond by bond (a group that ends a range starts early, so
+        that the lanes always hold consecutive bonds: their indices are vector loads, not
+        gathers). The same operations as the scalar pass lane by lane, so the same bits. A
         lane whose angle is past the series (:func:`log_map`, ``t²`` in the last column)
         is evaluated again by the scalar pass. For paper 003's bonds without a periodic
-        box (the caller checks). The unused lanes of a short group repeat bond ``base``."""
+        box (the caller checks).
+
+        A bond's ``B``, ``n0_a``, ``n0_b``, rest length and stiffnesses come from its row
+        of ``bonds.table`` (the same numbers as the per-bond arrays). Where most of the
+        group shares the first bond's row (a lattice's bonds, in their order), that row
+        fills its columns and the other lanes are written over one by one; else each lane
+        gathers its own row."""
         T = dyn.x.dtype.type
+        U = np.uint64
         x, q = dyn.x, dyn.q
-        table = bonds.table
+        table, row = bonds.table, bonds.row
         W = LANES
+        # the ends' centres and quaternions, columns 0-10. Unsigned indices: no test for a
+        # negative index (Python's wraparound), whose selects would make masked gathers of
+        # these loads. Where the ends are consecutive particles (a lattice's rows) the
+        # loads lie at known strides and compile to scalar moves, faster here than the
+        # gathers of the general case
+        a0 = U(bonds.a[U(base)])
+        b0 = U(bonds.b[U(base)])
+        runs = 0
         for l in range(W):
-            k = base + (l if l < m else 0)
-            a = bonds.a[k]
-            b = bonds.b[k]
-            buf[l] = x[a, 0] - x[b, 0]
-            buf[W + l] = x[a, 1] - x[b, 1]
-            buf[2 * W + l] = x[a, 2] - x[b, 2]
-            for c in range(4):
-                buf[(3 + c) * W + l] = q[a, c]
-                buf[(7 + c) * W + l] = q[b, c]
-            # B, n0_a, n0_b, rest length, ka, ks, km: columns 11-24, the bond's row
-            r = bonds.row[k]
+            runs += (U(bonds.a[U(base + l)]) == a0 + U(l)) & (U(bonds.b[U(base + l)]) == b0 + U(l))
+        if runs == W:
+            for l in range(W):
+                lane_ends(buf, l, x, q, a0 + U(l), b0 + U(l))
+        else:
+            for l in range(W):
+                lane_ends(buf, l, x, q, U(bonds.a[U(base + l)]), U(bonds.b[U(base + l)]))
+        # B, n0_a, n0_b, rest length, ka, ks, km: columns 11-24, each bond's row
+        r0 = row[U(base)]
+        others = 0
+        for l in range(W):
+            others += row[U(base + l)] != r0
+        if others <= W // 4:
             for c in range(14):
-                buf[(11 + c) * W + l] = table[r, c]
+                v = table[U(r0), c]
+                for l in range(W):
+                    buf[(11 + c) * W + l] = v
+            if others > 0:
+                for l in range(W):
+                    r = row[U(base + l)]
+                    if r != r0:
+                        for c in range(14):
+                            buf[(11 + c) * W + l] = table[U(r), c]
+        else:
+            for l in range(W):
+                r = U(row[U(base + l)])
+                for c in range(14):
+                    buf[(11 + c) * W + l] = table[r, c]
         O = LANE_IN * W
         for l in range(W):
             # the results go back as a tuple unpacked into named places: a store per
@@ -239,7 +283,7 @@ def build(jit, base):
                 buf[12 * W + l], buf[13 * W + l], buf[14 * W + l], buf[15 * W + l], buf[16 * W + l],
                 buf[17 * W + l], buf[18 * W + l], buf[19 * W + l], buf[20 * W + l], buf[21 * W + l],
                 buf[22 * W + l], buf[23 * W + l], buf[24 * W + l], True)  # fmt: skip
-        for l in range(m):
+        for l in range(first, W):
             k = base + l
             if dyn.broken[k] != 0:
                 for c in range(9):
@@ -257,10 +301,15 @@ def build(jit, base):
     def bond_range(lo, hi, update, dyn, bonds, buf):
         """The per-bond pass over bonds ``[lo, hi)`` (the CPU's): paper 003's bonds without
         a periodic box in groups of :data:`LANES` (:func:`bond_lanes`, ``buf`` its
-        buffer), others one by one (:func:`bond_eval_body`); the same bits either way."""
-        if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0:
+        buffer; the last group starts early and stores only the bonds it has not, and a
+        range shorter than a group goes bond by bond), others one by one
+        (:func:`bond_eval_body`); the same bits either way."""
+        if bonds.form.shape[0] == 0 and bonds.period.shape[0] == 0 and hi - lo >= LANES:
             for base in range(lo, hi, LANES):
-                bond_lanes(base, min(LANES, hi - base), update, dyn, bonds, buf)
+                if base + LANES <= hi:
+                    bond_lanes(base, 0, update, dyn, bonds, buf)
+                else:
+                    bond_lanes(hi - LANES, base - (hi - LANES), update, dyn, bonds, buf)
         else:
             for k in range(lo, hi):
                 bond_eval_body(k, update, dyn, bonds)

@@ -52,16 +52,19 @@ def test_the_series_is_the_rotation_vector_to_round_off_where_it_is_taken(rng, d
     assert all(not series(T, *row)[3] < T(laws.LOG_SERIES) for row in big)
 
 
-def _bonded_model(rng, n=5, varied=False):
+def _bonded_model(rng, n=5, varied=False, shuffled=False):
     """A lattice of ``n³`` unit spheres bonded to their axis neighbours, with limits
     that some bonds pass once the particles are shaken (:func:`_shake`); ``varied``:
-    each bond its own stiffnesses (the per-bond pass's table then has a row a bond)."""
+    each bond its own stiffnesses (the per-bond pass's table then has a row a bond);
+    ``shuffled``: the bonds in random order (else axis by axis, along the lattice's rows)."""
     g = np.arange(n)
     x = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3).astype(float)
     idx = np.arange(n**3).reshape(n, n, n)
     pairs = np.concatenate([np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1),
                             np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
                             np.stack([idx[:, :, :-1].ravel(), idx[:, :, 1:].ravel()], 1)])  # fmt: skip
+    if shuffled:
+        pairs = pairs[rng.permutation(len(pairs))]
     b = ModelBuilder()
     b.add_particles(x, radius=0.5)
     nb = len(pairs)
@@ -86,32 +89,69 @@ def _shake(rng, bundle):
     dyn.broken[: len(dyn.broken) // 7] = 1  # some bonds broken before the step
 
 
-@pytest.mark.parametrize("varied", [False, True])
-def test_the_lanes_give_the_bits_of_the_scalar_pass(rng, varied):
-    """The lanes read a bond's reference data and stiffnesses from the table of distinct
-    rows, the scalar pass from the per-bond arrays: a lattice with shared stiffnesses
-    (three rows, one per axis) and one with a row a bond."""
-    _, bundle = _bonded_model(rng, varied=varied)
-    dyn, bonds = bundle["dyn"], bundle["bonds"]
-    _shake(rng, bundle)
-    nb = bonds.terms.shape[0]
-    assert nb > 3 * bond_bodies.LANES  # full groups and a short one
-    assert bonds.table.shape[0] == (nb if varied else 3)
+@pytest.fixture(scope="module")
+def passes():
+    """The CPU's per-bond pass (``bond_range``: lanes where it can) and the scalar pass
+    bond by bond, compiled once for the module's cases."""
     P = particles.build(cpu._jit, hertz)
-    I = interactions.build(cpu._jit, P, hertz, cpu._prefetch_springs)  # noqa: E741
-    lanes, body, buffer, W = I.bond_lanes, I.bond_eval_body, cpu._lane_buffer, bond_bodies.LANES
+    I = interactions.build(cpu._jit, P, hertz, cpu._prefetch_springs)
+    pass_, body, buffer = I.bond_range, I.bond_eval_body, cpu._lane_buffer
 
     @njit(**_K)
     def by_lanes(lo, hi, update, dyn, bonds):
-        buf = buffer(dyn.x)
-        for base in range(lo, hi, W):
-            lanes(base, min(W, hi - base), update, dyn, bonds, buf)
+        pass_(lo, hi, update, dyn, bonds, buffer(dyn.x))
 
     @njit(**_K)
     def one_by_one(lo, hi, update, dyn, bonds):
         for k in range(lo, hi):
             body(k, update, dyn, bonds)
 
+    return by_lanes, one_by_one
+
+
+def _groups(bonds, lo, hi):
+    """What :func:`kernels.bonds.build` ``bond_range`` meets in its lanes over ``[lo,
+    hi)``: per group of ``LANES`` bonds, whether the ends are consecutive particles, and
+    how many bonds have another row of the table than the group's first."""
+    W = bond_bodies.LANES
+    starts = [base if base + W <= hi else hi - W for base in range(lo, hi, W)] if hi - lo >= W else []
+    lanes = np.arange(W)
+    runs = [bool((bonds.a[s : s + W] == bonds.a[s] + lanes).all() and (bonds.b[s : s + W] == bonds.b[s] + lanes).all())
+            for s in starts]  # fmt: skip
+    others = [int((bonds.row[s : s + W] != bonds.row[s]).sum()) for s in starts]
+    return runs, others
+
+
+@pytest.mark.parametrize("varied, shuffled", [(False, False), (True, False), (False, True)])
+def test_the_lanes_give_the_bits_of_the_scalar_pass(rng, passes, varied, shuffled):
+    """The lanes read a bond's reference data and stiffnesses from the table of distinct
+    rows, the scalar pass from the per-bond arrays: a lattice with shared stiffnesses
+    (three rows, one per axis) and one with a row a bond; its bonds along the lattice's
+    rows (groups of consecutive ends, groups sharing a row with a few others written
+    over) and shuffled (each lane's ends and row gathered)."""
+    _, bundle = _bonded_model(rng, varied=varied, shuffled=shuffled)
+    dyn, bonds = bundle["dyn"], bundle["bonds"]
+    _shake(rng, bundle)
+    nb = bonds.terms.shape[0]
+    W = bond_bodies.LANES
+    assert nb > 3 * W and nb % W != 0  # full groups and a short one
+    assert bonds.table.shape[0] == (nb if varied else 3)
+    # whole, a range whose last group starts early, a range of one group and of less
+    # than one (bond by bond), one bond, none
+    ranges = ((0, nb, True), (5, nb - 3, True), (0, nb, False), (9, 9 + W, True), (3, 3 + W - 1, True),
+              (7, 8, True), (40, 40, True))  # fmt: skip
+    runs, others = [], []
+    for lo, hi, _ in ranges:
+        r, o = _groups(bonds, lo, hi)
+        runs += r
+        others += o
+    if shuffled:
+        assert not any(runs) and min(others) > W // 4
+    elif varied:
+        assert any(runs) and not all(runs) and min(others) > W // 4
+    else:
+        assert any(runs) and not all(runs) and 0 in others and any(0 < o <= W // 4 for o in others)
+    by_lanes, one_by_one = passes
     series = njit(laws.quat_log_series)
     relative = njit(laws.quat_multiply)
     q = dyn.q
@@ -124,7 +164,7 @@ def test_the_lanes_give_the_bits_of_the_scalar_pass(rng, varied):
     assert (t2 < laws.LOG_SERIES).sum() > nb // 4 and (t2 >= laws.LOG_SERIES).sum() > nb // 4
 
     kept = {k: getattr(dyn, k).copy() for k in ("broken", "released")}
-    for lo, hi, update in ((0, nb, True), (5, nb - 3, True), (0, nb, False), (7, 8, True), (40, 40, True)):
+    for lo, hi, update in ranges:
         results = []
         for run in (by_lanes, one_by_one):
             for k, a in kept.items():
