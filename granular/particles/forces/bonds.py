@@ -168,9 +168,10 @@ def bond_table(n0a, n0b, qref, rest_length, ka, ks, km, dtype):
     bit for bit (rows are told apart by their bits, so ``-0.0`` and ``0.0`` stay apart).
 
     The CPU's per-bond pass reads these rows in place of the seven per-bond arrays. A solid
-    built on a lattice has a handful of distinct rows (one per bond direction), which sit
-    in the first level of cache, so a bond's data read in a step falls from 112 bytes to 4;
-    a random packing has as many rows as bonds, and reads what it read before."""
+    built on a lattice has a handful of distinct rows (one or a few per bond direction:
+    rest lengths that differ in their last bits are rows apart), which sit in the first
+    level of cache, so a bond's data read in a step falls from 112 bytes to 4; a random
+    packing has as many rows as bonds, and reads what it read before."""
     b = len(rest_length)
     if b == 0:
         return _no_table(dtype)
