@@ -419,14 +419,20 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
         moment on ``j`` (``got = 1``) and the rolling and twisting dissipation (columns
         6, 7); ``res[i, s]`` the force and moment on ``i`` and the normal and friction
         dissipation, with ``got[i, s]`` 1 (evaluated) or 2 (the contact opened: only the
-        dissipation). Only ``i`` writes them: no two threads write one slot."""
+        dissipation). Only ``i`` writes them: no two threads write one slot. The row is
+        sorted, so it is read from its end down to its first partner below ``hi`` (most
+        rows have none beyond: one entry read); each pair writes slots of its own, so
+        the order changes no bit."""
         T = dyn.x.dtype.type
         res, got, nbr = contacts.res, contacts.got, contacts.nbr
+        m = min(contacts.count[i], nbr.shape[1])
+        if m == 0 or nbr[i, m - 1] < hi:
+            return
         me = law_body(T, i, dyn, par)
-        for s in range(min(contacts.count[i], nbr.shape[1])):
+        for s in range(m - 1, -1, -1):
             j = nbr[i, s]
             if j < hi:
-                continue
+                break
             r = pair_once(i, j, s, True, h, me, dyn, par, bonds, contacts)
             if r[0] == 0:
                 continue

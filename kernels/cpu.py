@@ -63,8 +63,11 @@ from .layout import (
 
 #: Systems with fewer particles (or bonds) run on one thread.
 SERIAL_BELOW = 512
-#: chunks of rows per thread in a parallel pass (:func:`_chunk`)
-CHUNKS_PER_THREAD = 8
+#: chunks of rows per thread in a parallel pass (:func:`_chunk`). The direct pass's pairs
+#: that cross from one chunk into a later one go through the cross pass and the slots
+#: (a pass of their own, the terms written and read back): at 8 chunks a thread they were
+#: 12-25 % of a lattice's pairs, and two of them keep the rows of a face apart.
+CHUNKS_PER_THREAD = 2
 #: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
 PER_BOND_PASS = True
 #: Contacts are evaluated once per pair, by the lower index, in the direct pass
@@ -297,7 +300,10 @@ def _compile(law, meshes=False):
 
     @kernel
     def _cross_range(lo, hi, h, dyn, par, bonds, contacts):
-        """The pairs of rows ``[lo, hi)`` with partners from ``hi`` on, into slots."""
+        """The pairs of rows ``[lo, hi)`` with partners from ``hi`` on, into slots (the
+        last chunk has none)."""
+        if hi >= dyn.x.shape[0]:
+            return
         for i in range(lo, hi):
             _cross_pass(i, hi, h, dyn, par, bonds, contacts)
 
