@@ -64,7 +64,7 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
     law_moving = L.moving
     law_orient = L.orient
     cadd = jit(laws.compensated_add)
-    E = laws.ACC_CORRECTION
+    E = laws.acc_layout(law.MOMENTS)[1]
     if acc_add is None:
 
         @jit
@@ -473,7 +473,7 @@ def build(jit, law, bond_fns, meshes=False, acc_add=None):
     def direct_start(j, lo, contacts):
         """Before the direct pass over a chunk ``[lo, hi)``: ``j``'s running sums
         (``contacts.acc``: force and moment, then their compensations from
-        :data:`kernels.laws.ACC_CORRECTION` on, :data:`kernels.laws.ACC_WIDTH`) start from the
+        column ``E`` on, :func:`kernels.laws.acc_layout`) start from the
         terms of its partners below ``lo``, which the cross pass left in its slots, in
         row order (they come first in the sorted row)."""
         res, got, nbr, acc = contacts.res, contacts.got, contacts.nbr, contacts.acc

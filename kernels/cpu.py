@@ -44,7 +44,7 @@ from types import SimpleNamespace
 
 from . import bonds as bond_bodies, grid, interactions, particles, walls as wall_motion
 from .cache import keyed
-from .laws import ACC_CORRECTION as _ACC_CORRECTION, CONTACTS_LIST
+from .laws import CONTACTS_LIST
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -129,11 +129,12 @@ def _prefetch(typingctx, arr, i, p):
 @intrinsic
 def _acc_add(typingctx, acc, row, xs):
     """``acc[row, k] += xs[k]`` with compensation, for the 3 or 6 numbers of ``xs``: the
-    running sums of the direct pass (``Contacts.acc``, :data:`kernels.laws.ACC_WIDTH`), each
-    sum at column ``k`` and its correction at ``k +`` :data:`kernels.laws.ACC_CORRECTION`.
-    One vector of 4 or 8 lanes does what :func:`kernels.laws.compensated_add` does to each
-    component (TwoSum, the same operations lane by lane: the same bits), where the scalar
-    form takes seven additions a component; the lanes past ``xs`` add zero to zero."""
+    running sums of the direct pass (``Contacts.acc``, :func:`kernels.laws.acc_layout`),
+    each sum at column ``k`` and its correction at ``k + 4`` (3 numbers: a law without
+    moments) or ``k + 8`` (6). One vector of 4 or 8 lanes does what
+    :func:`kernels.laws.compensated_add` does to each component (TwoSum, the same
+    operations lane by lane: the same bits), where the scalar form takes seven additions a
+    component; the lanes past ``xs`` add zero to zero."""
     if not (isinstance(acc, types.Array) and acc.ndim == 2 and acc.layout == "C" and isinstance(row, types.Integer)
             and isinstance(xs, types.UniTuple) and xs.count in (3, 6) and xs.dtype == acc.dtype):  # fmt: skip
         return None
@@ -148,7 +149,7 @@ def _acc_add(typingctx, acc, row, xs):
         vec = ir.VectorType(elt, lanes)
         align = context.get_abi_sizeof(elt)
         sums = builder.bitcast(ptr, vec.as_pointer())
-        corr = builder.bitcast(builder.gep(ptr, [context.get_constant(types.intp, _ACC_CORRECTION)]), vec.as_pointer())
+        corr = builder.bitcast(builder.gep(ptr, [context.get_constant(types.intp, lanes)]), vec.as_pointer())
         x = ir.Constant(vec, [ir.Constant(elt, 0.0)] * lanes)
         for k in range(xs.count):
             x = builder.insert_element(x, builder.extract_value(args[2], k), ir.Constant(ir.IntType(32), k))

@@ -405,13 +405,23 @@ def cell_hash(cx, cy, cz, r, mask):
 #: Numbers of a pair's slot in the per-pair pass: force (3) and moment (3) on the slot's
 #: end, and two of padding, so that a float64 slot is one 64-byte cache line.
 CONTACT_SLOT = 8
-#: Numbers of a particle's running sums in the CPU's direct pass (``Contacts.acc``): force
-#: (3), moment (3) and two zeros, then their compensations (:func:`compensated_add`) in the
-#: same order from :data:`ACC_CORRECTION` on, so that one vector operation adds to all of
-#: them (``kernels.cpu._acc_add``).
+#: Numbers of a particle's running sums in the CPU's direct pass (``Contacts.acc``), for a
+#: law with moments: force (3), moment (3) and two zeros, then their compensations
+#: (:func:`compensated_add`) in the same order from :data:`ACC_CORRECTION` on, so that one
+#: vector operation adds to all of them (``kernels.cpu._acc_add``). A law without moments
+#: keeps half of that (:func:`acc_layout`).
 ACC_WIDTH = 16
-#: The column of the first compensation in ``Contacts.acc``.
+#: The column of the first compensation in ``Contacts.acc`` (a law with moments).
 ACC_CORRECTION = 8
+
+
+def acc_layout(moments):
+    """``(width, correction)`` of a row of ``Contacts.acc`` for a law with or without
+    moments: 16 numbers, the compensations from column 8, or 8 numbers (force, a zero,
+    their compensations from column 4: one 64-byte cache line in float64)."""
+    return (ACC_WIDTH, ACC_CORRECTION) if moments else (ACC_WIDTH // 2, ACC_CORRECTION // 2)
+
+
 #: Columns of the per-particle dissipated-energy ledger: normal damping, friction slip,
 #: rolling resistance, twisting resistance.
 DISSIPATION = 4

@@ -94,7 +94,7 @@ def _row_adder(width):
     through :func:`kernels.laws.compensated_add` one component at a time."""
     from kernels.cpu import _acc_add
 
-    E = laws.ACC_CORRECTION
+    E = laws.acc_layout(width == 6)[1]
 
     if width == 3:
 
@@ -123,8 +123,8 @@ def _row_adder(width):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("width", [3, 6])
 def test_the_direct_pass_adds_in_vector_lanes_with_the_same_bits(rng, dtype, width):
-    """The direct pass's running sums (force 3 and moment 6, their corrections from
-    ``ACC_CORRECTION`` on) take all their components in one vector operation: the same
+    """The direct pass's running sums (force 3, or force and moment 6, their corrections
+    from column 4 or 8 on: ``acc_layout``) take all their components in one vector operation: the same
     bits as the scalar compensated addition of each, the unused lanes left at zero, and
     the compiled loop holds packed additions."""
     lanes, scalar = _row_adder(width)
@@ -132,13 +132,14 @@ def test_the_direct_pass_adds_in_vector_lanes_with_the_same_bits(rng, dtype, wid
     rows = rng.integers(0, 40, size=m)
     xs = (rng.normal(size=(m, width)) * 10.0 ** rng.uniform(-6, 6, size=(m, 1))).astype(dtype)
     xs[::5] = -xs[::5][::-1]  # cancellations against earlier terms
-    a = np.zeros((40, laws.ACC_WIDTH), dtype=dtype)
+    cols, E = laws.acc_layout(width == 6)
+    a = np.zeros((40, cols), dtype=dtype)
     b = a.copy()
     lanes(a, rows, xs)
     scalar(b, rows, xs)
     np.testing.assert_array_equal(a, b)
-    assert a[:, laws.ACC_CORRECTION :].any()  # the corrections were exercised
-    assert not a[:, width : laws.ACC_CORRECTION].any() and not a[:, laws.ACC_CORRECTION + width :].any()
+    assert a[:, E:].any()  # the corrections were exercised
+    assert not a[:, width:E].any() and not a[:, E + width :].any()
     asm = lanes.inspect_asm(lanes.signatures[0])
     packed = "vaddpd" if dtype == np.float64 else "vaddps"
     assert packed in asm, "the running sums are no longer added in vector lanes"

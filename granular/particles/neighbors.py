@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from kernels import contact_laws
-from kernels.laws import ACC_WIDTH, CONTACT_SLOT, CONTACTS_LIST
+from kernels.laws import CONTACT_SLOT, CONTACTS_LIST, acc_layout
 from kernels.layout import REPORT_BUCKET, REPORT_NEIGHBORS, REPORT_SIZE, Contacts, Grid
 
 from ..rotations import array_module
@@ -179,8 +179,10 @@ class NeighborList:
         pairs = self.n if getattr(kern, "DIRECT_PASS", False) or (kern.PER_CONTACT_PASS and h) else 0
         self.res = _aligned_zeros(xp, (pairs, self.capacity if pairs else 1, CONTACT_SLOT), self.dtype)
         self.got = xp.zeros((pairs, self.capacity if pairs else 1), dtype=np.uint8)
-        # the direct pass's running sums (force, moment, each with its compensation)
-        self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, ACC_WIDTH), self.dtype)
+        # the direct pass's running sums (force, moment, each with its compensation; a law
+        # without moments keeps the force's alone, a 64-byte row in float64)
+        width = acc_layout(getattr(getattr(self.kernels, "law", None), "MOMENTS", True))[0]
+        self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, width), self.dtype)
         if carry is not None and h:
             # the springs of the held slots of each row (a slot not held has none; the
             # build's copy of the rows keeps the held ones only, and its flags past a
