@@ -124,9 +124,9 @@ def _row_adder(width):
 @pytest.mark.parametrize("width", [3, 6])
 def test_the_direct_pass_adds_in_vector_lanes_with_the_same_bits(rng, dtype, width):
     """The direct pass's running sums (force 3, or force and moment 6, their corrections
-    from column 4 or 8 on: ``acc_layout``) take all their components in one vector operation: the same
-    bits as the scalar compensated addition of each, the unused lanes left at zero, and
-    the compiled loop holds packed additions."""
+    from column 4 or 8 on: ``acc_layout``) take all their components in one vector
+    operation: the same bits as the scalar compensated addition of each, the unused lanes
+    left at zero, and the compiled loop holds packed additions."""
     lanes, scalar = _row_adder(width)
     m = 3000
     rows = rng.integers(0, 40, size=m)

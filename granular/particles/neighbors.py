@@ -181,7 +181,7 @@ class NeighborList:
         self.got = xp.zeros((pairs, self.capacity if pairs else 1), dtype=np.uint8)
         # the direct pass's running sums (force, moment, each with its compensation; a law
         # without moments keeps the force's alone, a 64-byte row in float64)
-        width = acc_layout(getattr(getattr(self.kernels, "law", None), "MOMENTS", True))[0]
+        width = acc_layout(self.kernels.law.MOMENTS)[0]
         self.acc = _aligned_zeros(xp, (self.n if getattr(kern, "DIRECT_PASS", False) else 0, width), self.dtype)
         if carry is not None and h:
             # the springs of the held slots of each row (a slot not held has none; the
