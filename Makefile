@@ -29,7 +29,7 @@ OUT ?= out/gpu-check
 gpu-check:          ## on a GPU machine: GPU tests, CPU/GPU agreement, every benchmark size; logs and JSON in OUT
 	PY=$(PY) bench/gpu_check.sh $(OUT)
 
-gpu-check-quick:    ## the same at the targets' sizes only, each step time-limited (about 11 minutes on an H100)
+gpu-check-quick:    ## the same at the targets' sizes only, kernels compiled first on every core, each step time-limited (aim: under 6 minutes on an H100)
 	PY=$(PY) bench/gpu_check.sh --quick $(OUT)
 
 bench-bodies:       ## body schemes: per-body kernels beside the array code they replaced (CPU and GPU)

@@ -5,16 +5,20 @@
 #
 #     bench/gpu_check.sh [--quick] [OUT]        (make gpu-check-quick OUT=dir)
 #
-# --quick: the GPU tests stop at the first failure (MAXFAIL=k for more), the benchmark rows
-# at the sizes the targets in docs/engine.md name, then the agreement at 1000 steps. Each
-# step has a time limit. On an H100 (2026-11-26) the tests reached 134 of 137 in 290 s
-# (compiling the kernels from cold: the longest tests 245 and 201 s), the block rows did
-# not finish in 110 s (the torus-run row was left), float32 at 10^6 took most of 60 s,
-# the body rows 35 s, the dissipative pair 55 s, the ensemble 57 s, the packing 23 s,
-# and the agreement did not finish in 90 s: about 11 minutes with the limits below, so
-# a 15-minute lease runs it as two calls (SKIP="step ..." leaves steps out; the first
-# call's steps in the second's SKIP). Without --quick: every size, the pile and the
-# eager rows (30 minutes or more).
+# --quick: first `granular compile` compiles the kernels the later steps need into the
+# kernel cache (kernels/cache.py: the GPU kernels are kept there too), one function per
+# process on every core, so that the test workers and each benchmark row load them
+# instead of compiling them again in every process (`warm`); then the GPU tests stop at
+# the first failure (MAXFAIL=k for more), the benchmark rows run at the sizes the targets
+# in docs/engine.md name, then the agreement at 1000 steps. Each step has a time limit.
+# On an H100 (2026-11-26, before the warm step and the GPU kernel cache) the tests
+# reached 134 of 137 in 290 s (compiling the kernels from cold in each worker: the
+# longest tests 245 and 201 s), the block rows did not finish in 110 s, float32 at 10^6
+# took most of 60 s, the body rows 35 s, the dissipative pair 55 s, the ensemble 57 s,
+# the packing 23 s, and the agreement did not finish in 90 s: about 11 minutes. With the
+# warm step the aim is under 6; not yet measured on a GPU. SKIP="step ..." leaves steps
+# out (a second call after a first that ran out of time). Without --quick: every size,
+# the pile and the eager rows (30 minutes or more).
 #
 # GRANULAR_TEST_LOG (tests/conftest.py) writes each test's outcome as it ends, so a test
 # step cut by its limit still names what failed (OUT/tests-progress.log).
@@ -60,9 +64,14 @@ step info 60 "$PY" -m granular info --json
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$OUT/nvidia-smi.csv" 2>&1 || true
 
 if [ $quick -eq 1 ]; then
+    # The kernels of both laws the tests and rows use, CPU and GPU, both precisions, one
+    # function per process on every core (granular.precompile), before anything loads them.
+    step warm 240 "$PY" -m granular compile --backend all --law hertz,hertz-mindlin --precision float64,float32 \
+        --json "$OUT/compile.json"
     GRANULAR_TEST_LOG="$OUT/tests-progress.log" step gpu-tests "${TESTS_LIMIT:-330}" "$PY" -m pytest -m gpu -q -p no:cacheprovider \
         -n "$WORKERS" --dist loadfile --maxfail "${MAXFAIL:-1}" -o addopts="" --durations=15 -rfE --tb=short
-    step bench-block 150 "$PY" -m granular bench --backend gpu --workload block,spheres,torus --n 100,215 \
+    # the block at N = 10^6 is bench-friction's block row (the pair the cost ratio needs)
+    step bench-block 150 "$PY" -m granular bench --backend gpu --workload block,spheres,torus --n 215 \
         --spheres 10000,100000,1000000 --precision float64 --min-time 0.5 --json "$OUT/bench-block.json"
     step bench-bodies 40 bash -c "$PY bench/bench_ulvc.py --backend gpu --impl new --sizes 1e3,1e6 --min-time 0.5 \
         --json $OUT/bench-ulvc.json && $PY bench/bench_livens.py --backend gpu --impl new --scheme eml \

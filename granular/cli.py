@@ -1,4 +1,4 @@
-"""Command line: ``granular run | validate | ensemble | bench | export-lammps | info``.
+"""Command line: ``granular run | validate | ensemble | bench | compile | export-lammps | info``.
 
 Exit status: 0 on success; 1 when a validation figure misses its threshold or a run
 stops on an integration error or a failed health check (the last state that passed the
@@ -29,6 +29,7 @@ from .ensemble import main as ensemble_main
 from .ensemble.command import build_parser as ensemble_parser
 from .errors import IntegrationError, SceneError
 from .io.jsonio import dumps
+from .precompile import parser as precompile_parser
 from .provenance import versions
 from .run.command import cmd_run
 from .run.lammps import LAMMPS_FILES, export_lammps
@@ -126,6 +127,14 @@ def cmd_bench(args) -> int:
         return run_bench(args)
 
 
+def cmd_compile(args) -> int:
+    """``granular compile``: the kernels compiled into the kernel cache on every core
+    (:mod:`granular.precompile`)."""
+    from .precompile import main as precompile_main
+
+    return precompile_main(args)
+
+
 def cmd_export_lammps(args) -> int:
     """``granular export-lammps SCENE --out DIR``: the LAMMPS data file and input deck of
     the scene (:func:`granular.run.lammps.export_lammps`). Everything that can refuse the
@@ -209,6 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench_parser(bench)
     bench.set_defaults(func=cmd_bench)
+
+    comp = sub.add_parser("compile", help="compile the kernels before a first run, on every core at once")
+    precompile_parser(comp)
+    comp.set_defaults(func=cmd_compile)
 
     lmp = sub.add_parser("export-lammps", help="write a bonded-agglomerate scene as LAMMPS BPM input (data file, deck)")
     lmp.add_argument("scene", help="TOML particle scene with parallel bonds (see docs/agglomerates.md)")

@@ -14,6 +14,7 @@ import os
 from numba import cuda
 
 from . import bodies_algebra, bodies_directors, bodies_livens, bodies_rolling, bodies_ulvc
+from .cache import cuda_kernel
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 # One body per thread; 128 threads per block leave registers for the larger laws. The
@@ -62,7 +63,7 @@ def _grid(n):
 # ------------------------------------------------------------------------ ULVC (001)
 
 
-@cuda.jit
+@cuda_kernel()
 def _ulvc_rk4_free_kernel(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody,
                           tspat, R, x, w, R1, x1, w1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -71,7 +72,7 @@ def _ulvc_rk4_free_kernel(steps, h, paper_stages, flags, scales, D, Dinv, mass, 
                             tbody, tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _ulvc_rk4_kernel(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, points, fbody, fspat, tbody, tspat,
                      R, x, w, R1, x1, w1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -87,7 +88,7 @@ def ulvc_rk4(steps, h, paper_stages, flags, scales, D, Dinv, mass, J, Jinv, poin
                               tbody, tspat, R, x, w, R1, x1, w1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _newton_euler_free_kernel(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om,
                               R1, x1, v1, Om1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -96,7 +97,7 @@ def _newton_euler_free_kernel(steps, h, flags, scales, mass, J, Jinv, points, fb
                                     v, Om, R1, x1, v1, Om1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _newton_euler_kernel(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspat, tbody, tspat, R, x, v, Om, R1,
                          x1, v1, Om1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -115,7 +116,7 @@ def newton_euler_rk4(steps, h, flags, scales, mass, J, Jinv, points, fbody, fspa
 # ------------------------------------------------------------------ rolling ball (004)
 
 
-@cuda.jit
+@cuda_kernel()
 def _rolling_ball_rk4_kernel(steps, h, t0, first, y, y1, radius, inertia, shell_com, m_all, gravity, rail_info, rail_par,
                              act_par, force_mode, force_par, force_tab, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -133,7 +134,7 @@ def rolling_ball_rk4(steps, h, t0, first, y, y1, radius, inertia, shell_com, m_a
                                                 value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _rolling_ball_dopri_kernel(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, radius, inertia, shell_com, m_all, gravity,
                                rail_info, rail_par, act_par, force_mode, force_par, force_tab, rtol, atol, h0, h_max,
                                max_steps, safety, fac_min, fac_max, status, value):  # fmt: skip
@@ -155,7 +156,7 @@ def rolling_ball_dopri(H, t0, y, y1, dt, dt1, acc, acc1, rej, rej1, jr, jr1, rad
                                                   fac_min, fac_max, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _rolling_disk_rk4_kernel(steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m_all, gravity, rail_info, rail_par,
                              act_par, force_mode, force_x, force_tab, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -174,7 +175,7 @@ def rolling_disk_rk4(steps, h, t0, first, y, y1, radius, inertia_y, shell_com, m
 # ------------------------------------------------------------------ Livens (002)
 
 
-@cuda.jit
+@cuda_kernel()
 def _livens_eml_kernel(midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
                        iters1, it_total1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -191,7 +192,7 @@ def livens_eml(midpoint, steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, 
                                           q1, v1, p1, lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _livens_reml_kernel(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1, iters1,
                         it_total1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -208,7 +209,7 @@ def livens_reml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total,
                                            lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _livens_null_eml_kernel(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_total, q1, v1, p1, lam1, vh1,
                             iters1, it_total1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -225,7 +226,7 @@ def livens_null_eml(steps, h, rtol, max_iter, J, HV, q, v, p, lam, v_half, it_to
                                                p1, lam1, vh1, iters1, it_total1, status, value)  # fmt: skip
 
 
-@cuda.jit
+@cuda_kernel()
 def _livens_hamiltonian_kernel(equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, lam, v_half, it_total, q1, v1,
                                p1, lam1, vh1, iters1, it_total1, status, value):  # fmt: skip
     i = cuda.grid(1)
@@ -246,7 +247,7 @@ def livens_hamiltonian(equivariant, steps, h, rtol, max_iter, HV, W, q, v, p, la
 # ---------------------------------------------------------------- directors (000)
 
 
-@cuda.jit
+@cuda_kernel()
 def _directors_kernel(dla, nonholonomic, steps, h, rtol, max_iter, a, E, Einv, flags, ms, mc, prof, d, v, lam, mu,
                       v_half, lam_end, mu_end, it_total, d1, v1, lam1, mu1, vh1, lam_end1, mu_end1, iters1, it_total1,
                       status, value):  # fmt: skip

@@ -1,5 +1,8 @@
-"""Where the compiled CPU kernels are kept: one directory per set of kernel sources, in
-the user's cache directory, shared by every copy of the package on the machine.
+"""Where the compiled kernels are kept: one directory per set of kernel sources, in the
+user's cache directory, shared by every copy of the package on the machine. The CPU
+kernels (Numba's ``cache=True``) and, through :func:`cuda_kernel`, the GPU kernels
+(numba-cuda keeps a copy of Numba's cache module of its own: the same locator, keys and
+locks are installed there).
 
 Numba caches a function next to its source file, or under ``NUMBA_CACHE_DIR`` in a folder
 named after the source file's absolute path: a checkout, its installed copy and a second
@@ -53,7 +56,7 @@ except ImportError:  # no POSIX file locks (Windows): Numba's behaviour is left 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sources_digest() -> str:
     """A hash of the Numba and Python versions and of every ``.py`` file under
     ``kernels/`` (the laws of ``kernels/contact_laws`` included), by content and path
@@ -92,7 +95,7 @@ def user_cache_base() -> str:
     return os.path.join(root, "granular")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cache_dir(base, fallback) -> str:
     for c in [base] + ([fallback] if fallback else []):
         path = os.path.join(c, "kernels-" + sources_digest())
@@ -108,17 +111,19 @@ def cache_dir() -> str:
     return _cache_dir(user_cache_base(), None if given else os.path.join(_HERE, "__pycache__"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _content_hash(path) -> str:
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-class KernelsLocator(caching._CacheLocator):
+class _Locating:
     """Numba cache locator for the functions of ``kernels/``: the folder
     :func:`cache_dir` plus the source file's folder relative to the package, a source
     stamp from the file's content (not its modification time, which differs between
-    copies), and the function's first line to tell apart functions of one name."""
+    copies), and the function's first line to tell apart functions of one name. Mixed
+    into the locator base of Numba's CPU cache (:class:`KernelsLocator`) and of
+    numba-cuda's own copy of that module (:func:`cuda_kernel`)."""
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
@@ -148,11 +153,17 @@ class KernelsLocator(caching._CacheLocator):
         return self
 
 
-def _install_locator():
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in Numba 0.61
+class KernelsLocator(_Locating, caching._CacheLocator):
+    """:class:`_Locating` for Numba's CPU cache."""
+
+
+def _install_locator(module, cls):
+    """Put ``cls`` first among the locators of ``module`` (Numba's cache module or
+    numba-cuda's copy of it)."""
+    impl = getattr(module, "CacheImpl", None) or module._CacheImpl  # renamed in Numba 0.61
     classes = impl._locator_classes
     if not any(getattr(c, "__name__", "") == "KernelsLocator" for c in classes):
-        classes.insert(0, KernelsLocator)
+        classes.insert(0, cls)
 
 
 def _locked(method):
@@ -201,27 +212,77 @@ def keyed(fn, key: str):
     return fn
 
 
-def _index_key(self, sig, codegen):
-    key = getattr(self._py_func, "__granular_cache_key__", None)
-    if key is None:
-        return _numba_index_key(self, sig, codegen)
-    digest = hashlib.sha256
-    return (sig, codegen.magic_tuple(), (digest(self._py_func.__code__.co_code).hexdigest(),
-                                         digest(key.encode()).hexdigest()))  # fmt: skip
+def _key_by_name(cache_cls, *extra):
+    """Make ``cache_cls._index_key`` (``(signature, the target's magic tuple, a hash of
+    the bytecode and one of the closure)``) hash the :func:`keyed` name in place of the
+    closure; ``extra`` goes between the target and the hashes (numba-cuda's version, as
+    its own key has it). Functions not keyed keep the original key."""
+    original = getattr(cache_cls, "_granular_numba_index_key", cache_cls._index_key)
+
+    def _index_key(self, sig, codegen):
+        key = getattr(self._py_func, "__granular_cache_key__", None)
+        if key is None:
+            return original(self, sig, codegen)
+        digest = hashlib.sha256
+        return (sig, codegen.magic_tuple(), *extra, (digest(self._py_func.__code__.co_code).hexdigest(),
+                                                     digest(key.encode()).hexdigest()))  # fmt: skip
+
+    cache_cls._granular_numba_index_key = original
+    cache_cls._index_key = _index_key
 
 
-_numba_index_key = getattr(caching.Cache, "_granular_numba_index_key", caching.Cache._index_key)
-caching.Cache._granular_numba_index_key = _numba_index_key
-caching.Cache._index_key = _index_key
-
-
-def _serialize_cache_writes():
-    cls = caching.IndexDataCacheFile
+def _serialize_cache_writes(cls):
+    """Lock ``cls`` (an ``IndexDataCacheFile``)'s saves and loads, each save writing its
+    data file before the index."""
     if fcntl is None or getattr(cls, "_granular_locked", False):
         return
     cls.save = _locked(_save_data_first)
     cls.load = _locked(cls.load)
     cls._granular_locked = True
+
+
+def _install_cuda():
+    """numba-cuda keeps a cache module of its own (``numba.cuda.core.caching``, with
+    Numba's classes copied): the same locator, keys and locks there, once."""
+    from numba.cuda.core import caching as cuda_caching
+
+    if getattr(cuda_caching, "_granular_installed", False):
+        return
+    import numba_cuda
+
+    locator = type("KernelsLocator", (_Locating, cuda_caching._CacheLocator),
+                   {"__doc__": ":class:`_Locating` for numba-cuda's cache.", "__module__": __name__})  # fmt: skip
+    _install_locator(cuda_caching, locator)
+    _key_by_name(cuda_caching.Cache, numba_cuda.__version__)
+    _serialize_cache_writes(cuda_caching.IndexDataCacheFile)
+    cuda_caching._granular_installed = True
+
+
+def cuda_kernel(key=None):
+    """The decorator of a GPU kernel of ``kernels/``: ``numba.cuda.jit`` with the compiled
+    kernel (its PTX and the device's binary) kept in :func:`cache_dir`, as the CPU
+    kernels are, so that a second process loads what the first compiled instead of
+    compiling it again (every process did, before). ``key`` names the law of a kernel made
+    by a law's factory (:func:`keyed`). Under the CUDA simulator
+    (``NUMBA_ENABLE_CUDASIM``), or where no cache folder is writable, plain
+    ``numba.cuda.jit``.
+
+    numba-cuda's key holds the signature, the device's compute capability and the CUDA
+    runtime's version, so one folder serves several devices; the folder's name holds
+    the kernel sources' digest, as for the CPU."""
+    from numba import cuda
+
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+    def decorate(fn):
+        if simulated or not cache_dir():
+            return cuda.jit(fn)
+        _install_cuda()
+        if key is not None:
+            keyed(fn, key)
+        return cuda.jit(cache=True)(fn)
+
+    return decorate
 
 
 def _process_unique_function_ids():
@@ -238,6 +299,7 @@ def _process_unique_function_ids():
         ident._granular_offset = offset
 
 
+_key_by_name(caching.Cache)
 _process_unique_function_ids()
-_serialize_cache_writes()
-_install_locator()
+_serialize_cache_writes(caching.IndexDataCacheFile)
+_install_locator(caching, KernelsLocator)

@@ -6,6 +6,7 @@ globals, so ``cuda`` must be one here. Imported on first use by
 from numba import cuda
 
 from . import laws
+from .cache import cuda_kernel
 from .cuda import TPB
 
 min_image = cuda.jit(device=True)(laws.min_image)
@@ -31,21 +32,21 @@ def hook(parent, i, j, changed):
         changed[0] = 1
 
 
-@cuda.jit
+@cuda_kernel()
 def start(parent):
     i = cuda.grid(1)
     if i < parent.shape[0]:
         parent[i] = i
 
 
-@cuda.jit
+@cuda_kernel()
 def hook_bonds(a, b, broken, parent, changed):
     k = cuda.grid(1)
     if k < a.shape[0] and broken[k] == 0:
         hook(parent, a[k], b[k], changed)
 
 
-@cuda.jit
+@cuda_kernel()
 def hook_contacts(x, radius, nbr, count, period, parent, changed):
     i = cuda.grid(1)
     if i < parent.shape[0]:
@@ -64,7 +65,7 @@ def hook_contacts(x, radius, nbr, count, period, parent, changed):
                 hook(parent, i, j, changed)
 
 
-@cuda.jit
+@cuda_kernel()
 def jump(parent):
     i = cuda.grid(1)
     if i < parent.shape[0]:

@@ -34,17 +34,19 @@ The launchers have the names and arguments of their twins in :mod:`kernels.cuda`
 (:class:`kernels.program.Program` drives both).
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 from llvmlite import ir
 from numba import get_num_threads, njit, prange
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic
 
-from types import SimpleNamespace
-
-from . import bonds as bond_bodies, grid, interactions, particles, walls as wall_motion
+from . import bonds as bond_bodies
+from . import grid, interactions, particles
+from . import walls as wall_motion
 from .cache import keyed
-from .laws import CONTACTS_LIST
+from .laws import CONTACTS_LIST, acc_layout
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -63,10 +65,13 @@ from .layout import (
 
 #: Systems with fewer particles (or bonds) run on one thread.
 SERIAL_BELOW = 512
-#: chunks of rows per thread in a parallel pass (:func:`_chunk`). The direct pass's pairs
-#: that cross from one chunk into a later one go through the cross pass and the slots
-#: (a pass of their own, the terms written and read back): at 8 chunks a thread they were
-#: 12-25 % of a lattice's pairs, and two of them keep the rows of a face apart.
+#: Chunks of rows per thread in a parallel pass (:func:`_chunk`). The direct pass's pairs
+#: that cross from one chunk into a later one go through the cross pass and the slots (a
+#: pass of their own, the terms written and read back): at 8 chunks a thread they were
+#: 12-25 % of a lattice's pairs. More chunks would balance uneven rows better, but on two
+#: threads (N = 10,648, 2026-11-29) 1, 2, 4 and 8 chunks a thread took 0.958, 0.941, 0.966
+#: and 0.987 ms a step of the bonded frictional block and 0.521, 0.523, 0.651 and 0.620 ms
+#: of the frictional spheres (``docs/engine.md``, "Fewer chunks, fewer pairs between them").
 CHUNKS_PER_THREAD = 2
 #: Bonds are evaluated in a per-bond pass into a buffer, then gathered per particle.
 PER_BOND_PASS = True
@@ -138,7 +143,7 @@ def _acc_add(typingctx, acc, row, xs):
     if not (isinstance(acc, types.Array) and acc.ndim == 2 and acc.layout == "C" and isinstance(row, types.Integer)
             and isinstance(xs, types.UniTuple) and xs.count in (3, 6) and xs.dtype == acc.dtype):  # fmt: skip
         return None
-    lanes = 4 if xs.count == 3 else 8
+    lanes = acc_layout(xs.count == 6)[1]  # the corrections' column: the vector's width
 
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
@@ -183,7 +188,7 @@ def _lane_buffer(typingctx, like):
         size = context.get_abi_sizeof(lltype)
         ptr = cgutils.alloca_once(builder, lltype, size=context.get_constant(types.intp, _LANE_FLOATS))
         ary = context.make_array(retty)(context, builder)
-        intp = lambda v: context.get_constant(types.intp, v)  # noqa: E731
+        intp = lambda v: context.get_constant(types.intp, v)
         context.populate_array(ary, data=ptr, shape=[intp(_LANE_FLOATS)], strides=[intp(size)], itemsize=intp(size),
                                meminfo=None)  # fmt: skip
         return ary._getvalue()
@@ -244,11 +249,15 @@ def for_law(law, meshes=False):
 def _compile(law, meshes=False):
     name = law.NAME + ("+meshes" if meshes else "")
 
+    dispatchers = {}  # every compiled function by name, for granular.precompile
+
     def kernel(fn):
-        return _kernel(keyed(fn, name))
+        d = dispatchers[fn.__name__] = _kernel(keyed(fn, name))
+        return d
 
     def parallel(fn):
-        return _parallel(keyed(fn, name))
+        d = dispatchers[fn.__name__] = _parallel(keyed(fn, name))
+        return d
 
     _P = particles.build(_jit, law)
     _I = interactions.build(_jit, _P, law, _prefetch_springs, meshes=meshes, acc_add=_acc_add)
@@ -863,7 +872,7 @@ def _compile(law, meshes=False):
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
                            walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads, mesh_loads=mesh_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS,
-                           DIRECT_PASS=DIRECT_PASS, REBUILDS_IN_BLOCK=True)  # fmt: skip
+                           DIRECT_PASS=DIRECT_PASS, REBUILDS_IN_BLOCK=True, dispatchers=dispatchers)  # fmt: skip
 
 
 def to_device(a):

@@ -18,7 +18,9 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, float64, int32
 
-from . import grid, interactions, particles, walls as wall_motion
+from . import grid, interactions, particles
+from . import walls as wall_motion
+from .cache import cuda_kernel
 from .layout import (
     BIT_NOT_FINITE,
     BIT_ROTATION,
@@ -99,6 +101,9 @@ def for_law(law, meshes=False):
 
 
 def _compile(law, meshes=False):
+    # Kept on disk by the law's name (:func:`kernels.cache.cuda_kernel`): a second process
+    # loads them instead of compiling them again.
+    kernel = cuda_kernel(law.NAME + ("+meshes" if meshes else ""))
     _P = particles.build(_device, law)
     _I = interactions.build(_device, _P, law, meshes=meshes)
     _G = grid.build(_device, law.HISTORY)
@@ -125,67 +130,67 @@ def _compile(law, meshes=False):
     # --------------------------------------------------------------------------- kernels
 
 
-    @cuda.jit
+    @kernel
     def _wall_loads_kernel(w, dyn, par, walls, contacts, out):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _wall_load(i, w, dyn, par, walls, contacts, out)
 
-    @cuda.jit
+    @kernel
     def _mesh_loads_kernel(dyn, par, walls, contacts, out, out_tri):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _mesh_load(i, dyn, par, walls, contacts, out, out_tri)
 
 
-    @cuda.jit
+    @kernel
     def _walls_place_kernel(walls):
         if cuda.grid(1) == 0:
             _walls_place(walls)
 
 
-    @cuda.jit
+    @kernel
     def _walls_tick_kernel(walls):
         if cuda.grid(1) == 0:
             _walls_tick(walls)
 
 
-    @cuda.jit
+    @kernel
     def _advance_kernel(scheme, h, dyn, par, contacts, status):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _advance_body(i, scheme, h, dyn, par, contacts, status)
 
 
-    @cuda.jit
+    @kernel
     def _forces_kernel(kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 
 
-    @cuda.jit
+    @kernel
     def _pairs_kernel(h, dyn, par, bonds, contacts):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _pair_pass(i, h, dyn, par, bonds, contacts)
 
 
-    @cuda.jit
+    @kernel
     def _bond_eval_kernel(update, dyn, bonds):
         k = cuda.grid(1)
         if k < bonds.terms.shape[0]:
             _bond_eval_body(k, update, dyn, bonds)
 
 
-    @cuda.jit
+    @kernel
     def _save_kernel(src, dst):
         i = cuda.grid(1)
         if i < max(src.x.shape[0], src.broken.shape[0]):
             _save_body(i, src, dst)
 
 
-    @cuda.jit
+    @kernel
     def _block_start_kernel(status, report):
         i = cuda.grid(1)
         if i < status.shape[0]:
@@ -194,7 +199,7 @@ def _compile(law, meshes=False):
             report[i] = 0.0
 
 
-    @cuda.jit
+    @kernel
     def _report_kernel(dyn, par, contacts, status, out):
         """Block-level reduction of the per-particle report values (shared memory), then
         one atomic per block into ``out``."""
@@ -234,35 +239,35 @@ def _compile(law, meshes=False):
             cuda.atomic.max(out, REPORT_ACCEL2, val_sh[2, 0])
 
 
-    @cuda.jit
+    @kernel
     def _family_forces_kernel(family, dyn, par, bonds, contacts, walls, fields):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields)
 
 
-    @cuda.jit
+    @kernel
     def _diagnostics_kernel(dyn, par, bonds, contacts, walls, fields, out):
         i = cuda.grid(1)
         if i < dyn.x.shape[0]:
             _diagnostics_body(i, dyn, par, bonds, contacts, walls, fields, out)
 
 
-    @cuda.jit
+    @kernel
     def _bond_measures_kernel(dyn, bonds, out):
         k = cuda.grid(1)
         if k < bonds.a.shape[0]:
             _bond_measures_body(k, dyn, bonds, out)
 
 
-    @cuda.jit
+    @kernel
     def _keep_kernel(contacts):
         i = cuda.grid(1)
         if i < contacts.count.shape[0]:
             _keep_body(i, contacts)
 
 
-    @cuda.jit
+    @kernel
     def _velocities_kernel(dyn):
         i = cuda.grid(1)
         if i < dyn.vp.shape[0]:
@@ -271,14 +276,14 @@ def _compile(law, meshes=False):
                 dyn.wp[i, c] = dyn.omega[i, c % 3]
 
 
-    @cuda.jit
+    @kernel
     def _grid_clear_kernel(grid_):
         b = cuda.grid(1)
         if b < grid_.bucket_count.shape[0]:
             grid_.bucket_count[b] = 0
 
 
-    @cuda.jit
+    @kernel
     def _grid_bin_kernel(x, grid_, period):
         """Each particle takes the next slot of its bucket (atomic); the order within a
         bucket varies from run to run, the sorted list rows built from it do not."""
@@ -290,7 +295,7 @@ def _compile(law, meshes=False):
                 grid_.members[b, slot] = i
 
 
-    @cuda.jit
+    @kernel
     def _grid_build_kernel(x, radius, contacts, grid_, out):
         """Rows of the Verlet list; the largest row length and bucket occupancy go to ``out``
         (block reduction, one atomic per block)."""
@@ -418,7 +423,7 @@ def _compile(law, meshes=False):
                            evaluation_velocities=evaluation_velocities, to_device=to_device, set_stream=set_stream,
                            walls_place=walls_place, walls_tick=walls_tick, set_clock=set_clock, wall_loads=wall_loads, mesh_loads=mesh_loads,
                            PER_BOND_PASS=PER_BOND_PASS, PER_CONTACT_PASS=PER_CONTACT_PASS, block=None,
-                           kernels=compiled)  # fmt: skip
+                           kernels=compiled, dispatchers=compiled)  # fmt: skip
 
 
 def to_device(a):

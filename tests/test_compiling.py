@@ -73,6 +73,32 @@ def test_the_default_cache_is_the_users_not_the_packages(tmp_path):
     assert Path(r.stdout.strip()) == tmp_path / "xdg" / "granular" / f"kernels-{cache.sources_digest()}"
 
 
+def _cuda_probe(law, cache):
+    """``tests/cuda_cache_probe.py`` in a process of its own (NVVM, no device)."""
+    env = {**os.environ, "GRANULAR_KERNEL_CACHE": str(cache)}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_cache_probe.py")), law], env=env,
+                       cwd=ROOT, capture_output=True, text=True, timeout=PATIENCE)  # fmt: skip
+    if r.returncode != 0 and any(s in r.stderr for s in ("nvrtc", "NVVM", "libnvvm", "CudaSupportError")):
+        pytest.skip(f"no CUDA compiler libraries here: {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_gpu_kernel_is_compiled_once_per_law_and_then_loaded(tmp_path):
+    """A GPU kernel compiled by one process is loaded from the kernel cache by the next
+    (the same PTX), under the law's name: the same kernel source made for another law is
+    an entry of its own, not the first law's code."""
+    cache = tmp_path / "cache"
+    first = _cuda_probe("hertz", cache)
+    second = _cuda_probe("hertz", cache)
+    other = _cuda_probe("hertz-mindlin", cache)
+    assert Path(first["dir"]).parent == cache
+    assert (first["misses"], first["hits"]) == (1, 0)
+    assert (second["misses"], second["hits"]) == (0, 1) and second["ptx"] == first["ptx"]
+    assert (other["misses"], other["hits"]) == (1, 0)
+
+
 def _compiled_functions(path):
     """Names of the functions decorated ``@kernel`` or ``@parallel`` in ``path``, and
     every call between two of them with a literal argument: ``(line, callee, literal)``."""
