@@ -29,6 +29,7 @@ from .ensemble import main as ensemble_main
 from .ensemble.command import build_parser as ensemble_parser
 from .errors import IntegrationError, SceneError
 from .io.jsonio import dumps
+from .precompile import main as precompile_main
 from .precompile import parser as precompile_parser
 from .provenance import versions
 from .run.command import cmd_run
@@ -130,8 +131,6 @@ def cmd_bench(args) -> int:
 def cmd_compile(args) -> int:
     """``granular compile``: the kernels compiled into the kernel cache on every core
     (:mod:`granular.precompile`)."""
-    from .precompile import main as precompile_main
-
     return precompile_main(args)
 
 

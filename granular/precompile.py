@@ -31,6 +31,15 @@ import sys
 import time
 
 import numpy as np
+from numba import typeof
+
+from kernels.cache import cache_dir
+from kernels.contact_laws import LAWS
+from kernels.layout import DIAGNOSTICS, REPORT_SIZE
+
+from .backend import gpu_probe
+from .particles.integrators import ExplicitIntegrator
+from .particles.shapes import block_impact_builder
 
 __all__ = ["arguments", "compile_functions", "main", "precompile", "sample"]
 
@@ -44,9 +53,6 @@ def sample(law: str, backend: str, precision: str):
     """A bonded 3×3×3 block of ``law`` near a wall on ``backend`` in ``precision``, and
     its engine (not stepped): the source of :func:`arguments`. ``law`` is one of
     :data:`kernels.contact_laws.LAWS`."""
-    from .particles.integrators import ExplicitIntegrator
-    from .particles.shapes import block_impact_builder
-
     b = block_impact_builder(3, gap=0.05, friction=law != "hertz")
     if law not in ("hertz", "hertz-mindlin"):  # the fields the linear law and JKR read
         b._contact_law = law
@@ -64,8 +70,6 @@ def arguments(model, state, engine) -> dict:
     """For each compiled function of ``model``'s kernels (``model.kernels.dispatchers``),
     a tuple of arguments of the types a run passes it, chosen by the parameters' names
     (:mod:`kernels.cpu` and :mod:`kernels.cuda` name them alike)."""
-    from kernels.layout import DIAGNOSTICS, REPORT_SIZE
-
     be = model.backend
     xp, dev = be.xp, be.kernels.to_device
     T = model.dtype.type
@@ -128,8 +132,6 @@ def _levels(model) -> dict:
 def compile_functions(law: str, backend: str, precision: str, names) -> list:
     """Compile ``names`` of the kernels of ``law`` on ``backend`` in ``precision`` (each
     loaded from the kernel cache where it is there); ``[(name, seconds)]``."""
-    from numba import typeof
-
     model, state, engine = sample(law, backend, precision)
     args = arguments(model, state, engine)
     done = []
@@ -142,7 +144,6 @@ def compile_functions(law: str, backend: str, precision: str, names) -> list:
 
 def _task(job):
     law, backend, precision, name = job
-    os.environ.setdefault("GRANULAR_THREADS", "fixed")
     return job, compile_functions(law, backend, precision, [name])[0][1]
 
 
@@ -193,11 +194,6 @@ def parser(p=None) -> argparse.ArgumentParser:
 
 
 def main(args) -> int:
-    from kernels.cache import cache_dir
-    from kernels.contact_laws import LAWS
-
-    from .backend import gpu_probe
-
     laws = [s for s in args.law.split(",") if s]
     bad = [s for s in laws if s not in LAWS]
     if bad or not laws:
