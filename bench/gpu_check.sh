@@ -64,10 +64,12 @@ step info 60 "$PY" -m granular info --json
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$OUT/nvidia-smi.csv" 2>&1 || true
 
 if [ $quick -eq 1 ]; then
-    # The kernels of both laws the tests and rows use, CPU and GPU, both precisions, one
-    # function per process on every core (granular.precompile), before anything loads them.
-    step warm 240 "$PY" -m granular compile --backend all --law hertz,hertz-mindlin --precision float64,float32 \
-        --json "$OUT/compile.json"
+    # The kernels of both laws the tests and rows use, one function per process on every
+    # core (granular.precompile), before anything loads them: the GPU's in both
+    # precisions, the CPU's (for the CPU/GPU comparisons) in float64, side by side.
+    step warm 240 bash -c "$PY -m granular compile --backend cpu --law hertz,hertz-mindlin --precision float64 \
+        --json $OUT/compile-cpu.json & cpu=\$!; $PY -m granular compile --backend gpu --law hertz,hertz-mindlin \
+        --precision float64,float32 --json $OUT/compile-gpu.json; gpu=\$?; wait \$cpu && exit \$gpu"
     GRANULAR_TEST_LOG="$OUT/tests-progress.log" step gpu-tests "${TESTS_LIMIT:-330}" "$PY" -m pytest -m gpu -q -p no:cacheprovider \
         -n "$WORKERS" --dist loadfile --maxfail "${MAXFAIL:-1}" -o addopts="" --durations=15 -rfE --tb=short
     # the block at N = 10^6 is bench-friction's block row (the pair the cost ratio needs)

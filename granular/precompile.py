@@ -1,5 +1,7 @@
 """Compile the engine's kernels before a run, side by side: one process per function.
 
+From the command line::
+
     granular compile [--backend cpu|gpu|all] [--law hertz,hertz-mindlin] [--precision float64]
                      [--jobs N] [--json PATH]
 
@@ -164,9 +166,32 @@ def _plan(laws, backends, precisions) -> list:
 
 def precompile(laws=DEFAULT_LAWS, backends=("cpu",), precisions=("float64",), jobs=None, report=None) -> list:
     """Compile the kernels of ``laws`` on ``backends`` in ``precisions`` into the kernel
-    cache, ``jobs`` processes at once (default: the cores). Returns
-    ``[{"law", "backend", "precision", "function", "seconds"}]``; ``report(row)`` is
-    called as each function is done."""
+    cache, one function per process, callees before their callers.
+
+    Parameters
+    ----------
+    laws : sequence of str, optional
+        Contact laws (:data:`kernels.contact_laws.LAWS`). Default: Hertz and
+        Hertz-Mindlin.
+    backends : sequence of {"cpu", "gpu"}, optional
+        Default: the CPU.
+    precisions : sequence of {"float64", "float32"}, optional
+        Default: float64.
+    jobs : int, optional
+        Processes at once. Default: the cores.
+    report : callable, optional
+        Called with each row as its function is done.
+
+    Returns
+    -------
+    list of dict
+        One row a function: ``law``, ``backend``, ``precision``, ``function`` and
+        ``seconds`` (its compilation, or its load where it was in the cache).
+
+    Examples
+    --------
+    >>> rows = precompile(["hertz"], jobs=2)  # doctest: +SKIP
+    """
     jobs = jobs or os.cpu_count() or 1
     waves = _plan(laws, backends, precisions)
     rows = []

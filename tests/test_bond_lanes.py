@@ -9,6 +9,7 @@ from numba import njit
 
 from granular.backend import get_backend
 from granular.particles.builder import ModelBuilder
+from granular.particles.forces import bonds as bonds_module
 from granular.particles.forces.bonds import bond_table
 from granular.particles.integrators import ExplicitIntegrator
 from kernels import bonds as bond_bodies, cpu, interactions, laws, particles
@@ -184,11 +185,16 @@ def test_the_lanes_give_the_bits_of_the_scalar_pass(rng, passes, varied, shuffle
         assert "mulpd" in asm, "the lanes' loop was not vectorised"
 
 
+@pytest.mark.parametrize("hashing", ["hash", "colliding"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_table_of_rows_gives_each_bond_its_numbers_bit_for_bit(rng, dtype):
+def test_the_table_of_rows_gives_each_bond_its_numbers_bit_for_bit(rng, dtype, hashing, monkeypatch):
     """``bond_table``: ``table[row[k]]`` is bond ``k``'s ``(qref, n0_a, n0_b, rest
     length, ka, ks, km)`` in the model's precision, bit for bit; rows are told apart by
-    their bits (``-0.0`` is not ``0.0``), and equal rows are stored once."""
+    their bits (``-0.0`` is not ``0.0``), equal rows are stored once, in the order of
+    their first bond. Also when every row hashes alike (``colliding``): the check of the
+    hashed rows against the bits falls back to comparing whole rows."""
+    if hashing == "colliding":
+        monkeypatch.setattr(bonds_module, "_row_hash", lambda bits: np.zeros(bits.shape[0], dtype=np.uint64))
     nb = 500
     km = 2.5  # a stiffness given once for every bond
     shared = np.c_[rng.normal(size=(7, 13)), np.full(7, km)]
@@ -202,6 +208,7 @@ def test_the_table_of_rows_gives_each_bond_its_numbers_bit_for_bit(rng, dtype):
     bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
     assert np.array_equal(table[row].view(bits), data.astype(dtype).view(bits))
     assert np.signbit(table[row][pick == 3, 5]).all() and not np.signbit(table[row][pick == 4, 5]).any()
+    assert np.array_equal(row[np.sort(np.unique(pick, return_index=True)[1])], np.arange(7))  # first bond's order
     # every bond distinct: a row a bond
     cols = rng.normal(size=(nb, 14))
     row, table = bond_table(cols[:, 4:7], cols[:, 7:10], cols[:, 0:4], cols[:, 10], cols[:, 11], cols[:, 12],

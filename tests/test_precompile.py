@@ -42,6 +42,20 @@ def test_every_compiled_function_has_arguments_and_its_callees_come_first(law):
             assert levels[callee] < levels[name], (name, callee)
 
 
+@pytest.mark.gpu
+def test_every_gpu_kernel_has_arguments(gpu_backend):
+    """The GPU kernels of a law (``kernels.cuda``) get one argument per parameter from
+    the same table, the bundles of the GPU run's own engine; none calls another (one
+    wave)."""
+    model, state, engine = precompile.sample("hertz-mindlin", "gpu", "float64")
+    args = precompile.arguments(model, state, engine)
+    d = model.kernels.dispatchers
+    assert set(args) == set(d) and {"_forces_kernel", "_grid_build_kernel", "_mesh_loads_kernel"} <= set(d)
+    for name, fn in d.items():
+        assert len(args[name]) == len(inspect.signature(fn.py_func).parameters), name
+    assert set(precompile._levels(model).values()) == {0}
+
+
 _RUN = """
 import json, sys
 import numpy as np
