@@ -74,15 +74,15 @@ def compile_seconds() -> float:
 
 
 def describe_cache() -> str:
-    """Where the compiled CPU kernels are kept (for the notice)."""
+    """Where the compiled kernels are kept, CPU and GPU (for the notice)."""
     return cache_dir() or "nowhere: no writable cache directory, so every run compiles"
 
 
 class CompileNotice:
     """While active (a context manager), tell ``stream`` when kernels are being compiled.
 
-    On a terminal: ``granular: compiling the kernels for this run (the CPU kernels once:
-    later runs load them from DIR) ... 12 s``, the seconds updated every second, the line cleared when the
+    On a terminal: ``granular: compiling the kernels for this run (once: later runs load
+    them from DIR) ... 12 s``, the seconds updated every second, the line cleared when the
     compilation ends (a progress bar takes the line over). Elsewhere (a log): the notice
     once, when the first compilation starts. With ``log_json``, the events
     ``{"event": "compile", "state": "start"}`` and ``{"event": "compile", "state": "end",
@@ -122,7 +122,7 @@ class CompileNotice:
     # ------------------------------------------------------------------ events
 
     def _line(self) -> str:
-        return (f"granular: compiling {self.what} (the CPU kernels once: later runs load them from "
+        return (f"granular: compiling {self.what} (once: later runs load them from "
                 f"{describe_cache()})")  # fmt: skip
 
     def _on(self, state, watch) -> None:

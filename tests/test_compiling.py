@@ -193,7 +193,7 @@ def test_the_notice_in_a_log_says_it_once_and_times_the_compilation():
         _fake_compile(0.2)
         _fake_compile(0.1)
     text = stream.getvalue()
-    assert text.count("granular: compiling the kernels for this run (the CPU kernels once") == 1
+    assert text.count("granular: compiling the kernels for this run (once: later runs load them from") == 1
     assert "later runs load them from" in text
     assert 0.3 <= notice.total < 0.3 + 1.0
 
