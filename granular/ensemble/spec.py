@@ -13,6 +13,7 @@ import numpy as np
 
 from ..bodies.scenes.config import _COMMON_ARRAYS, ARRAY_KEYS, parse_bodies
 from ..errors import EnsembleSpecError
+from ..hashing import splitmix64
 from ..run.scene import load_scene
 
 __all__ = ["Distribution", "EnsembleSpec", "EnsembleSpecError", "chunk_bounds", "chunk_table", "make_spec", "parse_vary", "sample"]
@@ -122,23 +123,12 @@ def parse_vary(vary) -> list[Vary]:
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _mix(z):
-    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
-    z = z.astype(np.uint64, copy=True)
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return z
-
-
 def _uniform01(seed: int, stream: int, bodies: np.ndarray) -> np.ndarray:
     """(len(bodies),) float64 in [0, 1): hash of (seed, stream, body index)."""
     with np.errstate(over="ignore"):
-        key = _mix(np.array([(seed & 0xFFFFFFFFFFFFFFFF)], dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15))
-        key = _mix(key ^ np.uint64(stream * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF))
-        h = _mix(key ^ _mix(bodies.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019)))
+        key = splitmix64(np.array([(seed & 0xFFFFFFFFFFFFFFFF)], dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        key = splitmix64(key ^ np.uint64(stream * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF))
+        h = splitmix64(key ^ splitmix64(bodies.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019)))
     return (h >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 

@@ -42,6 +42,7 @@ from kernels.layout import FAMILY_BONDS
 from kernels.layout import Bonds as BondArgs
 
 from ... import rotations
+from ...hashing import splitmix64
 from ..neighbors import min_image, period_rows
 
 MEASURES = ("U_a", "U_s", "U_m", "strain", "angle")
@@ -203,16 +204,11 @@ def bond_table(n0a, n0b, qref, rest_length, ka, ks, km, dtype):
 
 def _row_hash(bits):
     """A 64-bit hash of each row of the unsigned integers ``bits`` (B, C): each column
-    mixed in with a multiply and a shift (a splitmix64 finaliser), so that rows that
+    mixed in by :func:`granular.hashing.splitmix64`, so that rows that
     differ in any bit get different hashes but by chance."""
     h = np.full(bits.shape[0], 0x9E3779B97F4A7C15, dtype=np.uint64)
     for c in range(bits.shape[1]):
-        h ^= bits[:, c].astype(np.uint64)
-        h ^= h >> np.uint64(30)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(27)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
+        h = splitmix64(h ^ bits[:, c].astype(np.uint64))
     return h
 
 
