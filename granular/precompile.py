@@ -42,6 +42,7 @@ from kernels.layout import DIAGNOSTICS, REPORT_SIZE
 from .backend import gpu_probe
 from .particles.integrators import ExplicitIntegrator
 from .particles.shapes import block_impact_builder
+from .run.progress import json_event
 
 __all__ = ["arguments", "compile_functions", "main", "precompile", "sample"]
 
@@ -215,6 +216,9 @@ def parser(p=None) -> argparse.ArgumentParser:
     p.add_argument("--precision", default="float64", help="comma list of float64, float32")
     p.add_argument("--jobs", type=int, help="processes at once (default: the cores)")
     p.add_argument("--json", metavar="PATH", help="save each function's seconds")
+    p.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
+    p.add_argument("--log-json", action="store_true",
+                   help="JSON-lines events on stdout instead: start, compiled (one a function), end")  # fmt: skip
     return p
 
 
@@ -233,18 +237,33 @@ def main(args) -> int:
         ok, why = gpu_probe()
         if not ok:
             raise ValueError(f"--backend: no usable GPU here ({why}); use --backend cpu")
-    print(f"granular compile: {', '.join(laws)} on {', '.join(backends)} in {', '.join(precisions)}, "
-          f"{args.jobs or os.cpu_count()} at once, into {cache_dir()}", flush=True)  # fmt: skip
+    total = sum(len(w) for w in _plan(laws, backends, precisions))
+    jobs = args.jobs or os.cpu_count() or 1
+    if args.log_json:
+        json_event("start", laws=laws, backends=backends, precisions=precisions, functions=total, jobs=jobs,
+                   cache=cache_dir())  # fmt: skip
+    elif not args.quiet:
+        print(f"granular compile: {total} functions of {', '.join(laws)} on {', '.join(backends)} in "
+              f"{', '.join(precisions)}, {jobs} at once, into {cache_dir()}", flush=True)  # fmt: skip
     t0 = time.perf_counter()
+    done = [0]
 
     def show(row):
-        print(f"  {row['backend']} {row['law']:14s} {row['precision']} {row['function']:28s} {row['seconds']:7.1f} s",
-              flush=True)  # fmt: skip
+        done[0] += 1
+        if args.log_json:
+            json_event("compiled", **row, done=done[0], total=total)
+        elif not args.quiet:
+            print(f"  [{done[0]:>3}/{total}] {row['backend']} {row['law']:14s} {row['precision']} "
+                  f"{row['function']:28s} {row['seconds']:7.1f} s", flush=True)  # fmt: skip
 
-    rows = precompile(laws, backends, precisions, args.jobs, report=show)
+    rows = precompile(laws, backends, precisions, jobs, report=show)
     wall = time.perf_counter() - t0
-    print(f"granular compile: {len(rows)} functions in {wall:.1f} s ({sum(r['seconds'] for r in rows):.1f} s of "
-          f"compiling, one core each)")  # fmt: skip
+    spent = sum(r["seconds"] for r in rows)
+    if args.log_json:
+        json_event("end", functions=len(rows), wall_s=round(wall, 1), compile_s=round(spent, 1))
+    elif not args.quiet:
+        print(f"granular compile: {len(rows)} functions in {wall:.1f} s ({spent:.1f} s of compiling, one core "
+              f"each)")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"wall_s": round(wall, 1), "functions": rows}, fh, indent=1)

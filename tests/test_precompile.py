@@ -129,3 +129,16 @@ def test_bad_arguments_are_refused_by_name(capsys):
     assert main(["compile", "--jobs", "0"]) == 2
     err = capsys.readouterr().err
     assert "--law" in err and "'hertz,nope'" in err and "--precision" in err and "--jobs: must be >= 1" in err
+
+
+def test_quiet_prints_nothing_and_log_json_prints_events(capsys):
+    """With the kernels in the cache (the cases above compiled them), ``--quiet`` prints
+    nothing and ``--log-json`` one JSON line a function between ``start`` and ``end``."""
+    assert main(["compile", "--law", "hertz", "--jobs", "1", "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["compile", "--law", "hertz", "--jobs", "1", "--log-json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert events[0]["event"] == "start" and events[-1]["event"] == "end"
+    compiled = events[1:-1]
+    assert len(compiled) == events[0]["functions"] == events[-1]["functions"] > 30
+    assert all(e["event"] == "compiled" for e in compiled) and compiled[-1]["done"] == compiled[-1]["total"]
