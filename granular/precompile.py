@@ -3,7 +3,7 @@
 From the command line::
 
     granular compile [--backend cpu|gpu|all] [--law hertz,hertz-mindlin] [--precision float64]
-                     [--jobs N] [--json PATH]
+                     [--meshes] [--jobs N] [--json PATH]
 
 Numba compiles one function at a time, on one core, when a process first calls it, and
 keeps it in the kernel cache (:mod:`kernels.cache`, the GPU kernels included). A law's CPU
@@ -16,7 +16,10 @@ that call them (the blocks of steps, the parallel passes), which load their call
 the cache. A run started after that loads every kernel it needs.
 
 The GPU kernels (each a compilation of its own) go the same way, one process each, on a
-machine with a GPU.
+machine with a GPU. A model with triangle meshes runs a variant of its law's kernels of
+its own (:func:`kernels.cpu.for_law` with ``meshes``); ``--meshes`` compiles those too.
+Each function's row says whether it was compiled or only loaded from the cache
+(``loaded``), so a second run of the command shows what the first one left there.
 """
 
 from __future__ import annotations
@@ -52,11 +55,12 @@ DEFAULT_LAWS = ("hertz", "hertz-mindlin")
 
 
 @functools.cache
-def sample(law: str, backend: str, precision: str):
+def sample(law: str, backend: str, precision: str, meshes: bool = False):
     """A bonded 3×3×3 block of ``law`` near a wall on ``backend`` in ``precision``, and
     its engine (not stepped): the source of :func:`arguments`. ``law`` is one of
-    :data:`kernels.contact_laws.LAWS`."""
-    b = block_impact_builder(3, gap=0.05, friction=law != "hertz")
+    :data:`kernels.contact_laws.LAWS`; with ``meshes`` the wall is a mesh of 8 triangles,
+    so the model runs the law's mesh variant."""
+    b = block_impact_builder(3, gap=0.05, friction=law != "hertz", mesh=2 if meshes else None)
     if law not in ("hertz", "hertz-mindlin"):  # the fields the linear law and JKR read
         b._contact_law = law
         b._materials = {name: (i, dataclasses.replace(mat, stiffness=mat.young * 0.01, surface_energy=0.01))
@@ -132,40 +136,53 @@ def _levels(model) -> dict:
     return levels
 
 
-def compile_functions(law: str, backend: str, precision: str, names) -> list:
-    """Compile ``names`` of the kernels of ``law`` on ``backend`` in ``precision`` (each
-    loaded from the kernel cache where it is there); ``[(name, seconds)]``."""
-    model, state, engine = sample(law, backend, precision)
+def _hits(fn) -> int:
+    """How many times ``fn`` (a Numba or numba-cuda dispatcher) has loaded a signature
+    from its cache in this process (0 where it keeps no count)."""
+    hits = getattr(fn, "_cache_hits", None)
+    return sum(hits.values()) if hits else 0
+
+
+def compile_functions(law: str, backend: str, precision: str, names, meshes: bool = False) -> list:
+    """Compile ``names`` of the kernels of ``law`` on ``backend`` in ``precision`` (the
+    mesh variant with ``meshes``), each loaded from the kernel cache where it is there;
+    ``[(name, seconds, loaded)]``, ``loaded`` True where the cache held it."""
+    model, state, engine = sample(law, backend, precision, meshes)
     args = arguments(model, state, engine)
     done = []
     for name in names:
+        fn = model.kernels.dispatchers[name]
+        before = _hits(fn)
         t0 = time.perf_counter()
-        model.kernels.dispatchers[name].compile(tuple(typeof(a) for a in args[name]))
-        done.append((name, time.perf_counter() - t0))
+        fn.compile(tuple(typeof(a) for a in args[name]))
+        done.append((name, time.perf_counter() - t0, _hits(fn) > before))
     return done
 
 
 def _task(job):
-    law, backend, precision, name = job
-    return job, compile_functions(law, backend, precision, [name])[0][1]
+    law, backend, precision, meshes, name = job
+    return job, compile_functions(law, backend, precision, [name], meshes)[0][1:]
 
 
-def _plan(laws, backends, precisions) -> list:
-    """The waves of ``(law, backend, precision, name)``: level 0 of every case first,
-    then level 1, ... (:func:`_levels`)."""
+def _plan(laws, backends, precisions, meshes=False) -> list:
+    """The waves of ``(law, backend, precision, meshes, name)``: level 0 of every case
+    first, then level 1, ... (:func:`_levels`); with ``meshes`` each law's mesh variant
+    as well."""
     waves = []
     for backend in backends:
         for law in laws:
             for precision in precisions:
-                model, _, _ = sample(law, backend, precision)
-                for name, k in _levels(model).items():
-                    while len(waves) <= k:
-                        waves.append([])
-                    waves[k].append((law, backend, precision, name))
+                for variant in (False, True) if meshes else (False,):
+                    model, _, _ = sample(law, backend, precision, variant)
+                    for name, k in _levels(model).items():
+                        while len(waves) <= k:
+                            waves.append([])
+                        waves[k].append((law, backend, precision, variant, name))
     return waves
 
 
-def precompile(laws=DEFAULT_LAWS, backends=("cpu",), precisions=("float64",), jobs=None, report=None) -> list:
+def precompile(laws=DEFAULT_LAWS, backends=("cpu",), precisions=("float64",), jobs=None, report=None,
+               meshes=False) -> list:  # fmt: skip
     """Compile the kernels of ``laws`` on ``backends`` in ``precisions`` into the kernel
     cache, one function per process, callees before their callers.
 
@@ -182,26 +199,29 @@ def precompile(laws=DEFAULT_LAWS, backends=("cpu",), precisions=("float64",), jo
         Processes at once. Default: the cores.
     report : callable, optional
         Called with each row as its function is done.
+    meshes : bool, optional
+        Also the variant of each law for models with triangle meshes. Default False.
 
     Returns
     -------
     list of dict
-        One row a function: ``law``, ``backend``, ``precision``, ``function`` and
-        ``seconds`` (its compilation, or its load where it was in the cache).
+        One row a function: ``law``, ``backend``, ``precision``, ``meshes``,
+        ``function``, ``seconds`` (its compilation, or its load where it was in the
+        cache) and ``loaded`` (True where it was).
 
     Examples
     --------
     >>> rows = precompile(["hertz"], jobs=2)  # doctest: +SKIP
     """
     jobs = jobs or os.cpu_count() or 1
-    waves = _plan(laws, backends, precisions)
+    waves = _plan(laws, backends, precisions, meshes)
     rows = []
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no Numba state forked
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         for wave in waves:
-            for (law, backend, precision, name), seconds in pool.map(_task, wave):
-                row = {"law": law, "backend": backend, "precision": precision, "function": name,
-                       "seconds": round(seconds, 2)}  # fmt: skip
+            for (law, backend, precision, variant, name), (seconds, loaded) in pool.map(_task, wave):
+                row = {"law": law, "backend": backend, "precision": precision, "meshes": variant, "function": name,
+                       "seconds": round(seconds, 2), "loaded": loaded}  # fmt: skip
                 rows.append(row)
                 if report is not None:
                     report(row)
@@ -214,6 +234,8 @@ def parser(p=None) -> argparse.ArgumentParser:
                    help="cpu (default), gpu (needs a GPU) or all")  # fmt: skip
     p.add_argument("--law", default=",".join(DEFAULT_LAWS), help="comma list of contact laws")
     p.add_argument("--precision", default="float64", help="comma list of float64, float32")
+    p.add_argument("--meshes", action="store_true",
+                   help="also each law's variant for models with triangle meshes")  # fmt: skip
     p.add_argument("--jobs", type=int, help="processes at once (default: the cores)")
     p.add_argument("--json", metavar="PATH", help="save each function's seconds")
     p.add_argument("--quiet", action="store_true", help="print nothing (errors still go to stderr)")
@@ -237,13 +259,14 @@ def main(args) -> int:
         ok, why = gpu_probe()
         if not ok:
             raise ValueError(f"--backend: no usable GPU here ({why}); use --backend cpu")
-    total = sum(len(w) for w in _plan(laws, backends, precisions))
+    total = sum(len(w) for w in _plan(laws, backends, precisions, args.meshes))
     jobs = args.jobs or os.cpu_count() or 1
     if args.log_json:
-        json_event("start", laws=laws, backends=backends, precisions=precisions, functions=total, jobs=jobs,
-                   cache=cache_dir())  # fmt: skip
+        json_event("start", laws=laws, backends=backends, precisions=precisions, meshes=args.meshes,
+                   functions=total, jobs=jobs, cache=cache_dir())  # fmt: skip
     elif not args.quiet:
-        print(f"granular compile: {total} functions of {', '.join(laws)} on {', '.join(backends)} in "
+        variants = " and their mesh variants" if args.meshes else ""
+        print(f"granular compile: {total} functions of {', '.join(laws)}{variants} on {', '.join(backends)} in "
               f"{', '.join(precisions)}, {jobs} at once, into {cache_dir()}", flush=True)  # fmt: skip
     t0 = time.perf_counter()
     done = [0]
@@ -253,17 +276,20 @@ def main(args) -> int:
         if args.log_json:
             json_event("compiled", **row, done=done[0], total=total)
         elif not args.quiet:
-            print(f"  [{done[0]:>3}/{total}] {row['backend']} {row['law']:14s} {row['precision']} "
-                  f"{row['function']:28s} {row['seconds']:7.1f} s", flush=True)  # fmt: skip
+            law = row["law"] + ("+meshes" if row["meshes"] else "")
+            print(f"  [{done[0]:>3}/{total}] {row['backend']} {law:21s} {row['precision']} "
+                  f"{row['function']:28s} {row['seconds']:7.1f} s{'  (loaded)' if row['loaded'] else ''}",
+                  flush=True)  # fmt: skip
 
-    rows = precompile(laws, backends, precisions, jobs, report=show)
+    rows = precompile(laws, backends, precisions, jobs, report=show, meshes=args.meshes)
     wall = time.perf_counter() - t0
     spent = sum(r["seconds"] for r in rows)
+    loaded = sum(r["loaded"] for r in rows)
     if args.log_json:
-        json_event("end", functions=len(rows), wall_s=round(wall, 1), compile_s=round(spent, 1))
+        json_event("end", functions=len(rows), loaded=loaded, wall_s=round(wall, 1), compile_s=round(spent, 1))
     elif not args.quiet:
         print(f"granular compile: {len(rows)} functions in {wall:.1f} s ({spent:.1f} s of compiling, one core "
-              f"each)")  # fmt: skip
+              f"each; {loaded} of them loaded from the cache)")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"wall_s": round(wall, 1), "functions": rows}, fh, indent=1)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import granular as gr
+from granular.particles.shapes import BLOCK_MATERIAL
 from granular.validation import torus_setup as T
 
 FIELDS = ("x", "v", "q", "omega", "F", "RM", "broken", "released", "wall_contact_peak")
@@ -213,6 +214,65 @@ def test_neighbour_overflow_in_a_block_regrows_and_redoes_it(backend):
     nl = s.neighbors
     assert integ.engine(model, s).regrows >= 1
     assert nl.capacity >= 0.6 * model.n
+
+
+def frictional_cloud(backend, capacity):
+    """:func:`converging_cloud` with the dissipative law (springs in the rows), its rows
+    ``capacity`` wide: a block whose rebuild outgrows them is undone and runs again."""
+    rng = np.random.default_rng(2)
+    n = 16 if backend.simulated else 120
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    x = 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
+    b = gr.ModelBuilder()
+    b.add_material("m", **BLOCK_MATERIAL)
+    b.add_particles(x, v=-x, radius=0.1, mass=1.0, inertia=1.0, material="m")
+    b.set_contacts(skin=0.6, allow_initial_overlap=True)
+    model = b.finalize(backend)
+    s = model.state()
+    s.neighbors.resize(capacity=capacity, depth=2 if capacity < n else n)
+    return model, s
+
+
+def test_neighbour_overflow_in_a_block_with_springs_keeps_the_trajectory(backend):
+    """A block whose rebuild outgrows the rows is undone and regrown from the rows it
+    started with (``NeighborList.overflowed(restored=True)``), not from the rows the
+    overflowing build found mid-block: with the contacts' springs, the run equals one
+    whose rows never outgrow, bit for bit (the rows of the build's copy put mid-block
+    springs on the block's starting state, and the trajectories parted by 2e-2 in x)."""
+    steps = 20 if backend.simulated else 90
+    out = []
+    for capacity in (4, 200):
+        model, s = frictional_cloud(backend, capacity)
+        integ = gr.ExplicitIntegrator("verlet", max_block=8)
+        integ.advance(model, s, 1e-2, steps)
+        out.append((snapshot(model, s), integ.engine(model, s)))
+    assert out[0][1].regrows >= 1 and out[1][1].regrows == 0
+    assert_same(out[0][0], out[1][0])
+
+
+def test_an_undone_block_keeps_no_springs_past_a_row_end(backend):
+    """Undoing a block restores each row's listed slots as saved at its start; the slots a
+    rebuild in the block added past a row's end (held springs among them: the cloud
+    converges, its rows grow) are cleared, so that every slot not held stays zero, as
+    the builds assume (``NeighborList.clear_past_ends``)."""
+    model, s = frictional_cloud(backend, 200)
+    integ = gr.ExplicitIntegrator("verlet", max_block=16)
+    integ.advance(model, s, 1e-2, 32)
+    eng = integ.engine(model, s)
+    nl = s.neighbors
+    be = model.backend
+    before = be.to_host(nl.count).copy()
+    integ.advance(model, s, 1e-2, 16)  # one block, rebuilding as it goes
+    grew = be.to_host(nl.count) > before
+    assert grew.any() and eng.block_rebuilds > 0
+    beyond = np.arange(nl.capacity)[None, :] >= before[:, None]  # past the rows' ends at the block's start
+    assert (be.to_host(nl.live)[beyond] != 0).any()  # a contact the block made there holds springs
+    eng._undo()
+    count, live, hist = (be.to_host(a) for a in (nl.count, nl.live, nl.hist))
+    np.testing.assert_array_equal(count, before)
+    past = np.arange(nl.capacity)[None, :] >= np.minimum(count, nl.capacity)[:, None]
+    assert not live[past].any() and not hist[past].any()
 
 
 @pytest.mark.gpu

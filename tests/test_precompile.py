@@ -13,17 +13,21 @@ from patience import PATIENCE
 
 from granular import precompile
 from granular.cli import main
+from kernels import cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("law", ["hertz", "hertz-mindlin", "linear", "jkr"])
-def test_every_compiled_function_has_arguments_and_its_callees_come_first(law):
-    """Each CPU kernel of each law gets one argument per parameter, of the types the run's
-    bundles have (the same objects where the name says so), and every function that
-    calls another compiled function is in a later wave than that function."""
-    model, state, engine = precompile.sample(law, "cpu", "float64")
+@pytest.mark.parametrize(("law", "meshes"), [("hertz", False), ("hertz-mindlin", False), ("linear", False),
+                                             ("jkr", False), ("hertz-mindlin", True)])  # fmt: skip
+def test_every_compiled_function_has_arguments_and_its_callees_come_first(law, meshes):
+    """Each CPU kernel of each law (and of a law's mesh variant) gets one argument per
+    parameter, of the types the run's bundles have (the same objects where the name says
+    so), and every function that calls another compiled function is in a later wave than
+    that function."""
+    model, state, engine = precompile.sample(law, "cpu", "float64", meshes)
     assert model.kernels.law.NAME == law
+    assert (model.kernels is cpu.for_law(model.kernels.law, meshes=True)) == meshes
     args = precompile.arguments(model, state, engine)
     d = model.kernels.dispatchers
     assert set(args) == set(d) and len(d) > 30
@@ -133,7 +137,9 @@ def test_bad_arguments_are_refused_by_name(capsys):
 
 def test_quiet_prints_nothing_and_log_json_prints_events(capsys):
     """With the kernels in the cache (the cases above compiled them), ``--quiet`` prints
-    nothing and ``--log-json`` one JSON line a function between ``start`` and ``end``."""
+    nothing and ``--log-json`` one JSON line a function between ``start`` and ``end``;
+    after the first call every function is in the cache, so the second one says that it
+    loaded each (``loaded``) and compiled none."""
     assert main(["compile", "--law", "hertz", "--jobs", "1", "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     assert main(["compile", "--law", "hertz", "--jobs", "1", "--log-json"]) == 0
@@ -142,3 +148,4 @@ def test_quiet_prints_nothing_and_log_json_prints_events(capsys):
     compiled = events[1:-1]
     assert len(compiled) == events[0]["functions"] == events[-1]["functions"] > 30
     assert all(e["event"] == "compiled" for e in compiled) and compiled[-1]["done"] == compiled[-1]["total"]
+    assert all(e["loaded"] and not e["meshes"] for e in compiled) and events[-1]["loaded"] == len(compiled)

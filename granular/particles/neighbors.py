@@ -229,19 +229,40 @@ class NeighborList:
         """Whether a build that wrote ``report`` outgrew the arrays."""
         return int(report[REPORT_NEIGHBORS]) > self.capacity or int(report[REPORT_BUCKET]) > self.depth
 
-    def overflowed(self, report) -> bool:
+    def overflowed(self, report, restored=False) -> bool:
         """Whether a build that wrote ``report`` outgrew the arrays; if so they are
-        grown (to 1.5× the largest row or bucket found) and must be built again."""
+        grown (to 1.5× the largest row or bucket found) and must be built again.
+
+        The new arrays start from the rows and springs as they were before the build
+        that overflowed (the build's own copy of them), or with ``restored`` from the
+        arrays as they are now: a block whose rebuild overflowed has been undone, its
+        state (rows and springs included) restored to the block's start, where it runs
+        again."""
         if not self.outgrown(report):
             return False
         rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
         capacity = max(self.capacity, int(math.ceil(1.5 * rows)) + 1) if rows > self.capacity else self.capacity
         depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
-        # the rows and springs as they were before the build that overflowed
-        self._allocate(capacity, depth,
-                       (self.nbr_old, self.count_old, self.hist_old, self.live_old) if self.history else None)
+        carry = None
+        if self.history:
+            carry = ((self.nbr, self.count, self.hist, self.live) if restored
+                     else (self.nbr_old, self.count_old, self.hist_old, self.live_old))  # fmt: skip
+        self._allocate(capacity, depth, carry)
         self.regrows += 1
         return True
+
+    def clear_past_ends(self) -> None:
+        """Zero the springs and held flags of the slots past each row's end. A restored
+        state (a block or step undone) holds the rows' listed slots as they were saved;
+        a rebuild since may have held springs in slots past a row's restored end, and a
+        later build, which finds every slot not held at zero, would hand them to a new
+        pair there."""
+        if not self.history:
+            return
+        xp = self.backend.xp
+        past = xp.arange(self.capacity)[None, :] >= xp.minimum(self.count, self.capacity)[:, None]
+        self.live[past] = 0
+        self.hist[past] = 0
 
     def build(self, x) -> None:
         """Build the list at ``x`` now (eager; the host waits for the result and grows the

@@ -228,9 +228,8 @@ class ParticleEngine:
             self.blocks += 1
             inner = int(rep[REPORT_REBUILDS])  # rebuilds inside the block's steps
             if (rebuild or inner) and self.neighbors is not None and self.neighbors.outgrown(rep):
-                self.program.restore()
-                self.program.read_report()  # the restore done before the regrow's host work (rare)
-                self.neighbors.overflowed(rep)
+                self._undo()  # the block runs again from its start, with the rows as they were there
+                self.neighbors.overflowed(rep, restored=True)
                 self.regrows += 1
                 self._check_binding()
                 continue
@@ -239,7 +238,7 @@ class ParticleEngine:
                              or compiled)  # fmt: skip
                 self.threads.record(threads, count, seconds, comparable=clean and count >= 4)
             if rep[REPORT_ROTATION] or rep[REPORT_NOT_FINITE] or rep[REPORT_SKIN]:
-                self.program.restore()
+                self._undo()
                 self.redone += 1
                 if rep[REPORT_SKIN]:
                     self.safety = min(16.0 * SAFETY, 2.0 * self.safety)
@@ -254,6 +253,16 @@ class ParticleEngine:
                 self.safety = max(SAFETY, 0.95 * self.safety)
                 self._commit(count, h)
             left -= count
+
+    def _undo(self) -> None:
+        """Restore the state saved at the start of the last block or step and wait for
+        it. The saved rows of the neighbour list hold their listed slots only, so springs
+        that a rebuild since held past a row's restored end are cleared
+        (:meth:`~granular.particles.neighbors.NeighborList.clear_past_ends`)."""
+        self.program.restore()
+        self.program.read_report()  # the restore done before any host work on the rows
+        if self.neighbors is not None:
+            self.neighbors.clear_past_ends()
 
     def _block(self, count, scheme, h, rebuild):
         """Run one block (on the thread count :class:`ThreadTuner` picks, on the CPU);
@@ -382,8 +391,7 @@ class ParticleEngine:
         bits = model.backend.to_host(st.status)
         bad = np.flatnonzero(bits & BIT_NOT_FINITE)
         culprit = self._non_finite_entry(int(bad[0])) if bad.size else None  # before the restore
-        self.program.restore()  # the status bits are not part of the saved state
-        self.program.read_report()  # waits for the restore
+        self._undo()  # the status bits are not part of the saved state
         name = SCHEME_NAMES[scheme]
         h = float(h)
         where = f"step {st.step + 1} (t = {st.time:.17g} -> {st.time + h:.17g})"
