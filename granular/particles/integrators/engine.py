@@ -263,6 +263,7 @@ class ParticleEngine:
         self.program.read_report()  # the restore done before any host work on the rows
         if self.neighbors is not None:
             self.neighbors.clear_past_ends()
+            self.program.wait_for_host_work()  # on a GPU: queued on the default stream
 
     def _block(self, count, scheme, h, rebuild):
         """Run one block (on the thread count :class:`ThreadTuner` picks, on the CPU);
