@@ -256,13 +256,14 @@ class NeighborList:
         state (a block or step undone) holds the rows' listed slots as they were saved;
         a rebuild since may have held springs in slots past a row's restored end, and a
         later build, which finds every slot not held at zero, would hand them to a new
-        pair there."""
+        pair there. Only such held slots are written (a slot not held has no springs)."""
         if not self.history:
             return
         xp = self.backend.xp
         past = xp.arange(self.capacity)[None, :] >= xp.minimum(self.count, self.capacity)[:, None]
-        self.live[past] = 0
-        self.hist[past] = 0
+        stale = past & (self.live != 0)
+        self.live[stale] = 0
+        self.hist[stale] = 0
 
     def build(self, x) -> None:
         """Build the list at ``x`` now (eager; the host waits for the result and grows the
