@@ -188,14 +188,18 @@ def test_rebuilds_inside_blocks_keep_the_list_exact():
     np.testing.assert_array_equal(nl.pairs(), brute_pairs(nl.x_ref, model.radius, nl.skin))
 
 
+def cloud_positions(n):
+    """``n`` points in a shell of radii 2.4-3 around the origin (seeded)."""
+    rng = np.random.default_rng(2)
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
+
+
 def converging_cloud(backend):
     """A cloud converging on its centre without contact stiffness: rows outgrow the
     neighbour list at a rebuild inside a block."""
-    rng = np.random.default_rng(2)
-    n = 16 if backend.simulated else 80
-    d = rng.normal(size=(n, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    x = 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
+    x = cloud_positions(16 if backend.simulated else 80)
     b = gr.ModelBuilder()
     b.add_particles(x, v=-x, radius=0.1)
     b.set_contacts(0.0, skin=0.6, allow_initial_overlap=True)
@@ -219,11 +223,8 @@ def test_neighbour_overflow_in_a_block_regrows_and_redoes_it(backend):
 def frictional_cloud(backend, capacity):
     """:func:`converging_cloud` with the dissipative law (springs in the rows), its rows
     ``capacity`` wide: a block whose rebuild outgrows them is undone and runs again."""
-    rng = np.random.default_rng(2)
     n = 120
-    d = rng.normal(size=(n, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    x = 3.0 * d * rng.uniform(0.8, 1.0, size=(n, 1))
+    x = cloud_positions(n)
     b = gr.ModelBuilder()
     b.add_material("m", **BLOCK_MATERIAL)
     b.add_particles(x, v=-x, radius=0.1, mass=1.0, inertia=1.0, material="m")
