@@ -276,6 +276,7 @@ def _compile(law, meshes=False):
     _bond_measures_body = _I.bond_measures_body
     _build_body = _G.build_body
     _sorted_body = _G.sorted_body
+    _restore_counts = _G.restore_counts
     _sort_cells = _G.sort_cells
     _keep_body = _G.keep_body
     _report_values = _P.report_values
@@ -374,9 +375,15 @@ def _compile(law, meshes=False):
                 dyn.wp[i, c] = dyn.omega[i, c % 3]
 
 
+    @_jit
+    def _sorted(grid):
+        """Whether the last binning filled the sorted cell list (``sort_cells``)."""
+        return grid.cells.shape[0] > 3 and grid.cells[3] != 0
+
+
     @kernel
     def _build_range(lo, hi, x, radius, contacts, grid):
-        if grid.cells.shape[0] > 3 and grid.cells[3] != 0:  # the sorted cell list (sort_cells)
+        if _sorted(grid):  # the sorted cell list (sort_cells)
             for i in range(lo, hi):
                 _sorted_body(i, x, radius, contacts, grid)
         else:
@@ -582,40 +589,60 @@ def _compile(law, meshes=False):
 
 
     @kernel
-    def _bin(x, grid, period, report):
+    def _bin(x, radius, grid, period, report):
         """Bin the particles: into the sorted cell list where it applies (it cannot
         overflow), else into the hash grid; False when a bucket overflowed (the caller
         regrows)."""
-        if grid.cells.shape[0] > 3 and _sort_cells(x, grid, period):
+        if grid.cells.shape[0] > 3 and _sort_cells(x, radius, grid, period):
             return True
         most = _grid_bin(x, grid, period)
         report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
         return most <= grid.members.shape[1]
 
 
-    @kernel
-    def _rebuild_serial(x, radius, contacts, grid, report):
-        """Build the list at ``x``; False if a bucket or a row outgrew its array."""
-        if HISTORY > 0:  # the springs are carried from the rows as they were before the build
-            _keep_range(_0, contacts.count.shape[0], contacts)
-        if not _bin(x, grid, contacts.period, report):
-            return False
-        _build_range(_0, x.shape[0], x, radius, contacts, grid)
+    @_jit
+    def _built(contacts, grid, report):
+        """After a build: its largest row into the report; True if every row fitted.
+        Else, after a build through the sorted cell list with history, each row that
+        outgrew its array (which kept its old partners and springs) gets its old count
+        back, so that every row is whole, old or new, for the regrow
+        (``NeighborList.overflowed``)."""
         most = _max_count(contacts.count)
         report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], most)
-        return most <= contacts.nbr.shape[1]
+        if most <= contacts.nbr.shape[1]:
+            return True
+        if HISTORY > 0 and _sorted(grid):
+            for i in range(contacts.count.shape[0]):
+                _restore_counts(i, contacts)
+        return False
+
+
+    @kernel
+    def _rebuild_serial(x, radius, contacts, grid, report):
+        """Build the list at ``x``; False if a bucket or a row outgrew its array. With
+        history the springs are carried from the rows as they were before the build:
+        the hash grid's from a copy of every row made first, the sorted cell list's
+        within each row as it is built (``kernels.grid`` ``carry_in_place``)."""
+        if not _bin(x, radius, grid, contacts.period, report):
+            if HISTORY > 0:  # the regrow carries the springs from the rows kept aside
+                _keep_range(_0, contacts.count.shape[0], contacts)
+            return False
+        if HISTORY > 0 and not _sorted(grid):
+            _keep_range(_0, contacts.count.shape[0], contacts)
+        _build_range(_0, x.shape[0], x, radius, contacts, grid)
+        return _built(contacts, grid, report)
 
 
     @kernel
     def _rebuild_parallel(nchunks, x, radius, contacts, grid, report):
-        if HISTORY > 0:
-            _keep_parallel(nchunks, contacts)
-        if not _bin(x, grid, contacts.period, report):
+        if not _bin(x, radius, grid, contacts.period, report):
+            if HISTORY > 0:
+                _keep_parallel(nchunks, contacts)
             return False
+        if HISTORY > 0 and not _sorted(grid):
+            _keep_parallel(nchunks, contacts)
         _build_parallel(nchunks, x, radius, contacts, grid)
-        most = _max_count(contacts.count)
-        report[REPORT_NEIGHBORS] = max(report[REPORT_NEIGHBORS], most)
-        return most <= contacts.nbr.shape[1]
+        return _built(contacts, grid, report)
 
 
     @kernel

@@ -21,13 +21,14 @@ With a contact law that keeps history each row carries the springs of its contac
 (``Contacts.hist``); a build first copies the rows and springs aside (:func:`keep_body`)
 and each new row takes the springs of the partners it shares with its old row
 (:func:`carry_springs`, a merge of two sorted rows), on the device, in the same launch
-as the row itself.
+as the row itself. (The CPU's sorted cell list below keeps each row's partners just before
+it builds the row, and moves the springs within the row: :func:`carry_in_place`.)
 
 On the CPU a single system (no replicas) is searched through a sorted cell list instead:
 the particles' bounding box is cut into a dense grid of cells at least one cutoff wide
 (wider where the box would need more cells than the arrays hold), the particles are
 counting-sorted by cell (stable, so by index within a cell) with a copy of their
-positions in that order (``Grid.order``, ``start``, ``xs``), and a row scans the nine
+positions and radii in that order (``Grid.order``, ``start``, ``xs``), and a row scans the nine
 runs of three consecutive cells around its own: contiguous memory, no hash collisions to
 test. The rows are the same sets in the same order as the hash grid's.
 
@@ -177,6 +178,82 @@ def build(jit, history=0):
                 contacts.live[i, p] = 0
 
     @jit
+    def keep_row(i, contacts):
+        """Before a build through the sorted cell list: row ``i``'s partners, held flags
+        and count aside in the ``_old`` arrays, not its springs (:func:`carry_in_place`
+        moves those within the row)."""
+        k = min(contacts.count[i], contacts.nbr.shape[1])
+        contacts.count_old[i] = contacts.count[i]
+        for p in range(k):
+            contacts.nbr_old[i, p] = contacts.nbr[i, p]
+            contacts.live_old[i, p] = contacts.live[i, p]
+
+    @jit
+    def move_spring(i, p, q, hist):
+        """The springs of slot ``q`` of row ``i`` into its slot ``p``."""
+        for c in range(hist.shape[2]):
+            hist[i, p, c] = hist[i, q, c]
+
+    @jit
+    def clear_spring(i, p, hist):
+        """Slot ``p`` of row ``i`` to zero springs."""
+        T = hist.dtype.type
+        for c in range(hist.shape[2]):
+            hist[i, p, c] = T(0.0)
+
+    @jit
+    def carry_in_place(i, contacts):
+        """After a build through the sorted cell list: what :func:`carry_springs` gives
+        (each pair held before the build keeps its springs bit for bit, every other slot
+        is zero), with the springs moved within the row instead of from a copy. The old
+        row (:func:`keep_row`) and the new one are both sorted, so the slot a held pair
+        moves to is an increasing function of the slot it leaves: the moves to an earlier
+        slot, made in increasing order, and those to a later one, in decreasing order,
+        never overwrite springs still to be moved. Then the slots that held springs and
+        received none are cleared. A row whose partners all kept their slots (most rows
+        of a rebuild) is left as it is."""
+        nbr, old, live, live_old, hist = contacts.nbr, contacts.nbr_old, contacts.live, contacts.live_old, contacts.hist
+        k_new = min(contacts.count[i], nbr.shape[1])
+        k_old = min(contacts.count_old[i], old.shape[1])
+        same = k_new == k_old
+        q = 0
+        for p in range(k_new):  # moves to an earlier slot, and whether any slot changed
+            j = nbr[i, p]
+            while q < k_old and old[i, q] < j:
+                q += 1
+            if q < k_old and old[i, q] == j:
+                if q != p:
+                    same = False
+                    if q > p and live_old[i, q] != 0:
+                        move_spring(i, p, q, hist)
+            else:
+                same = False
+        if same:
+            return
+        q = k_old - 1
+        for p in range(k_new - 1, -1, -1):  # moves to a later slot
+            j = nbr[i, p]
+            while q >= 0 and old[i, q] > j:
+                q -= 1
+            if q >= 0 and old[i, q] == j and q < p and live_old[i, q] != 0:
+                move_spring(i, p, q, hist)
+        q = 0
+        for p in range(k_new):  # the held flags; a slot that held springs and got none is cleared
+            j = nbr[i, p]
+            while q < k_old and old[i, q] < j:
+                q += 1
+            if q < k_old and old[i, q] == j and live_old[i, q] != 0:
+                live[i, p] = 1
+            else:
+                if p < k_old and live_old[i, p] != 0:
+                    clear_spring(i, p, hist)
+                live[i, p] = 0
+        for p in range(k_new, k_old):
+            if live_old[i, p] != 0:
+                clear_spring(i, p, hist)
+                live[i, p] = 0
+
+    @jit
     def insert(i, j, n, nbr):
         """Put ``j`` into row ``i``, which holds ``n`` partners, keeping it sorted by index
         (stored while the row has room; the count goes on past it). Returns ``n + 1``."""
@@ -280,13 +357,14 @@ def build(jit, history=0):
             + sorted_axis(T, x[i, 0], 0, grid, period)
 
     @jit
-    def sort_cells(x, grid, period):
+    def sort_cells(x, radius, grid, period):
         """Bin every particle into the sorted cell list (serial, deterministic): the
         bounding box of the finite coordinates (along a periodic axis the period itself,
         cut into equal cells, :func:`axis_cells`), cells at least ``1 / inv_cell`` wide
         (and wider while the grid would have more cells than ``start`` holds), then a
         stable counting sort by cell. Afterwards the particles of cell ``c`` are
-        ``order[start[c]:start[c + 1]]``, their positions ``xs`` in the same rows.
+        ``order[start[c]:start[c + 1]]``, their positions and radii ``xs`` (``x y z r``)
+        in the same rows, so a scan reads one row of four floats per candidate.
         Returns False where the list cannot be used (replicas, or no arrays): the hash
         grid serves then."""
         n = x.shape[0]
@@ -349,35 +427,77 @@ def build(jit, history=0):
             grid.xs[k, 0] = x[i, 0]
             grid.xs[k, 1] = x[i, 1]
             grid.xs[k, 2] = x[i, 2]
+            grid.xs[k, 3] = radius[i]
         return True
 
     @jit
-    def scan_run(i, k0, k1, n, xi, yi, zi, ri, radius, skin, nbr, order, xs, period):
+    def scan_run(i, k0, k1, n, xi, yi, zi, ri, skin, nbr, order, xs):
         """Add to row ``i`` (``n`` partners so far) the particles ``order[k0:k1]`` of the
-        sorted cell list within the cutoff; returns the new count."""
-        T = xs.dtype.type
+        sorted cell list within the cutoff (no periodic axis); returns the new count. The
+        distance is tested first: ``i`` itself passes it and is skipped only then, so a
+        rejected candidate costs no load of its index."""
         for k in range(k0, k1):
-            j = order[k]
-            if j == i:
-                continue
             d1 = xi - xs[k, 0]
             d2 = yi - xs[k, 1]
             d3 = zi - xs[k, 2]
-            if period.shape[0] > 0:
-                d1 = min_image(T, d1, period[0, 1], period[0, 2])
-                d2 = min_image(T, d2, period[1, 1], period[1, 2])
-                d3 = min_image(T, d3, period[2, 1], period[2, 2])
-            cut = ri + radius[j] + skin  # the hash grid's sum, in its order
+            cut = ri + xs[k, 3] + skin  # the hash grid's sum, in its order
             if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
-                n = insert(i, j, n, nbr)
+                j = order[k]
+                if j != i:
+                    n = insert(i, j, n, nbr)
         return n
+
+    @jit
+    def scan_run_periodic(i, k0, k1, n, xi, yi, zi, ri, skin, nbr, order, xs, period):
+        """:func:`scan_run` with the distance by the minimum image along the periodic
+        axes."""
+        T = xs.dtype.type
+        for k in range(k0, k1):
+            d1 = min_image(T, xi - xs[k, 0], period[0, 1], period[0, 2])
+            d2 = min_image(T, yi - xs[k, 1], period[1, 1], period[1, 2])
+            d3 = min_image(T, zi - xs[k, 2], period[2, 1], period[2, 2])
+            cut = ri + xs[k, 3] + skin
+            if d1 * d1 + d2 * d2 + d3 * d3 < cut * cut:
+                j = order[k]
+                if j != i:
+                    n = insert(i, j, n, nbr)
+        return n
+
+    @jit
+    def finish_sorted_row(i, n, x, contacts):
+        """Row ``i`` is built through the sorted cell list with ``n`` partners: its count,
+        its reference position and (with history) its springs moved in place. A row that
+        outgrew its array gets its old partners back and keeps its springs where they
+        were, its count ``n`` reporting the overflow (:func:`restore_counts` then gives
+        it its old count: every row is then whole, old or new, for the regrow). Returns
+        ``n``."""
+        contacts.count[i] = n
+        for c in range(3):
+            contacts.x_ref[i, c] = x[i, c]
+        if history > 0:
+            if n <= contacts.nbr.shape[1]:
+                carry_in_place(i, contacts)
+            else:
+                for p in range(min(contacts.count_old[i], contacts.nbr.shape[1])):
+                    contacts.nbr[i, p] = contacts.nbr_old[i, p]
+        return n
+
+    @jit
+    def restore_counts(i, contacts):
+        """After a build through the sorted cell list that overflowed: row ``i``, if it
+        outgrew its array (:func:`finish_sorted_row`), back to its old count."""
+        if contacts.count[i] > contacts.nbr.shape[1]:
+            contacts.count[i] = contacts.count_old[i]
 
     @jit
     def sorted_body(i, x, radius, contacts, grid):
         """Row ``i`` of the Verlet list from the sorted cell list (:func:`sort_cells`):
         what :func:`build_body` gives, the nine runs of three cells around ``i``'s own
         scanned in place of 27 hash buckets (along a periodic ``x`` three runs of one
-        cell, wrapped). Returns ``count[i]``."""
+        cell, wrapped). With history the row's partners and flags are first kept aside
+        (:func:`keep_row`) and its springs then moved within the row
+        (:func:`carry_in_place`): no keeping pass over every row before the build, and no
+        copy of the springs. Returns ``count[i]``."""
         T = x.dtype.type
         nbr = contacts.nbr
         skin = contacts.skin
@@ -401,20 +521,29 @@ def build(jit, history=0):
             z0 = max(z0, 0)
             z1 = min(z1, nz)
         order, start, xs = grid.order, grid.start, grid.xs
+        if history > 0:  # the row aside as it was (its springs stay where they are)
+            keep_row(i, contacts)
         n = 0
+        if period.shape[0] == 0:  # the common case: runs of three cells, no image to take
+            for az in range(z0, z1):
+                for ay in range(y0, y1):
+                    row = (az * ny + ay) * nx
+                    n = scan_run(i, start[row + x0], start[row + x1], n, xi, yi, zi, ri, skin, nbr, order, xs)
+            return finish_sorted_row(i, n, x, contacts)
         for az in range(z0, z1):
             z = wrap_cell(az, pz)
             for ay in range(y0, y1):
                 row = (z * ny + wrap_cell(ay, py)) * nx
                 if px == 0:
-                    n = scan_run(i, start[row + x0], start[row + x1], n, xi, yi, zi, ri, radius, skin, nbr, order, xs,
-                                 period)  # fmt: skip
+                    n = scan_run_periodic(i, start[row + x0], start[row + x1], n, xi, yi, zi, ri, skin, nbr, order,
+                                          xs, period)  # fmt: skip
                 else:
                     for ax in range(x0, x1):
                         c = row + wrap_cell(ax, px)
-                        n = scan_run(i, start[c], start[c + 1], n, xi, yi, zi, ri, radius, skin, nbr, order, xs,
-                                     period)  # fmt: skip
-        return finish_row(i, n, x, contacts)
+                        n = scan_run_periodic(i, start[c], start[c + 1], n, xi, yi, zi, ri, skin, nbr, order, xs,
+                                              period)  # fmt: skip
+        return finish_sorted_row(i, n, x, contacts)
 
     return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,
-                           keep_body=keep_body, sort_cells=sort_cells, sorted_body=sorted_body)  # fmt: skip
+                           keep_body=keep_body, sort_cells=sort_cells, sorted_body=sorted_body,
+                           restore_counts=restore_counts)  # fmt: skip

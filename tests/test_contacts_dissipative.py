@@ -245,9 +245,10 @@ def test_pair_springs_agree_at_both_ends_and_survive_a_rebuild():
 
 
 def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
-    """A rebuild copies aside and carries only the held slots' springs (``kernels/grid.py``,
-    ``keep_body``): that is exact because every slot not held, listed or past its row's
-    end, holds zero springs. Checked over the whole arrays of a frictional block that hit
+    """A rebuild carries only the held slots' springs (``kernels/grid.py``: ``keep_body``
+    and ``carry_springs`` on the hash grid, ``carry_in_place`` on the CPU's sorted cell
+    list): that is exact because every slot not held, listed or past its row's end, holds
+    zero springs. Checked over the whole arrays of a frictional block that hit
     a wall (contacts made, opened and rebuilt many times), then after a regrow."""
     from granular.particles.shapes import block_impact_builder
     from kernels.layout import REPORT_NEIGHBORS, REPORT_SIZE
@@ -274,10 +275,11 @@ def test_a_slot_not_held_has_no_springs_through_rebuilds_and_a_regrow():
     p2, s2 = nl.springs()
     np.testing.assert_array_equal(p2, pairs)
     np.testing.assert_array_equal(s2, springs)
-    # a build that outgrew the rows: regrown from the copy the build made of them, whose
-    # flags and springs past a row's end are left from older, longer rows (planted here)
+    # a build that outgrew the rows: regrown from the rows as the sorted cell list's build
+    # left them (it moves the springs within each row), not from the copy of the rows
+    # whose flags and springs past a row's end are left from older, longer rows (planted)
     short = int(np.argmin(nl.count_old))
-    assert nl.count_old[short] < nl.capacity
+    assert nl.count_old[short] < nl.capacity and nl.sorted_list_used()
     nl.live_old[short, nl.count_old[short]:] = 1
     nl.hist_old[short, nl.count_old[short]:] = 0.5
     report = np.zeros(REPORT_SIZE)

@@ -8,6 +8,7 @@ from granular.backend import get_backend
 from granular.particles.forces import forces_at
 from granular.particles.neighbors import NeighborList
 from granular.validation import torus_setup as T
+from kernels import contact_laws
 
 
 def brute_pairs(x, r, skin):
@@ -174,3 +175,68 @@ def test_the_cpu_sorted_cell_list_gives_the_hash_grids_rows(dtype):
         np.testing.assert_array_equal(np.where(used, alone.nbr, -1), np.where(used, hashed.nbr, -1))
         if dtype == np.float64:
             np.testing.assert_array_equal(alone.pairs(), brute_pairs(x, r, 0.1))
+
+
+def test_the_sorted_list_carries_the_springs_as_the_hash_grid_does():
+    """The CPU's sorted cell list moves each row's springs within the row (``kernels/grid.py``
+    ``carry_in_place``); the hash grid carries them from a copy of every row
+    (``carry_springs``). Through rebuilds that change most rows (springs moving to earlier
+    and to later slots, pairs joining and leaving) and one whose rows outgrow the arrays,
+    both give the same rows, springs and held flags, whole arrays compared, and every pair
+    still listed keeps its own springs bit for bit."""
+    be = get_backend("cpu")
+    kern = be.kernels.for_law(contact_laws.hertz_mindlin)
+    h = contact_laws.hertz_mindlin.HISTORY
+    rng = np.random.default_rng(5)
+    n = 600
+    x = rng.uniform(0, 9, (n, 3))
+    r = rng.uniform(0.4, 0.6, n)
+    alone = NeighborList(be, r, 0.3, capacity=24, history=h, kernels=kern)
+    hashed = NeighborList(be, r, 0.3, capacity=24, history=h, kernels=kern, replica=np.zeros(n, np.int32))
+
+    def spring(i, j):
+        return 1.0 + i + 1e-3 * j + 1e-7 * np.arange(h)  # its last float (the overlap) not 0
+
+    alone.build(x)
+    hashed.build(x)
+    assert alone.sorted_list_used() and not hashed.sorted_list_used()
+    held = {}
+    for i in range(n):
+        for p in range(alone.count[i]):
+            j = int(alone.nbr[i, p])
+            if rng.uniform() < 0.5:
+                held[(i, j)] = p
+                for nl in (alone, hashed):
+                    nl.hist[i, p] = spring(i, j)
+                    nl.live[i, p] = 1
+    moves = {"earlier": 0, "later": 0}
+    for step, (shift, target) in enumerate(((0.25, None), (0.4, None), (0.0, 0.55))):
+        x = x + rng.normal(0.0, shift, x.shape)
+        if target is not None:  # the cloud squeezed: rows outgrow the arrays
+            x = 4.5 + target * (x - 4.5)
+        for nl in (alone, hashed):
+            nl.build(x)
+        if target is not None:
+            assert alone.regrows == 1 and hashed.regrows >= 1 and alone.capacity == hashed.capacity > 24
+        np.testing.assert_array_equal(alone.count, hashed.count)
+        np.testing.assert_array_equal(alone.live, hashed.live)
+        np.testing.assert_array_equal(alone.hist, hashed.hist)
+        listed = np.arange(alone.capacity)[None, :] < alone.count[:, None]
+        np.testing.assert_array_equal(alone.nbr[listed], hashed.nbr[listed])
+        now = {}
+        for i in range(n):
+            for p in range(alone.count[i]):
+                j = int(alone.nbr[i, p])
+                if (i, j) in held:
+                    assert alone.live[i, p] == 1
+                    np.testing.assert_array_equal(alone.hist[i, p], spring(i, j))
+                    was = held[(i, j)]
+                    moves["earlier"] += p < was
+                    moves["later"] += p > was
+                    now[(i, j)] = p
+                else:
+                    assert alone.live[i, p] == 0 and not alone.hist[i, p].any()
+        assert len(now) > 100, (step, len(now))
+        held = now
+        assert (alone.live[~listed] == 0).all() and not alone.hist[~listed].any()
+    assert moves["earlier"] > 20 and moves["later"] > 20, moves

@@ -142,7 +142,7 @@ class NeighborList:
         cells = 2 * self.n + 64 if sorted_list else 0
         self.order = xp.zeros(self.n if sorted_list else 0, dtype=np.int32)
         self.start = xp.zeros(cells + 2 if sorted_list else 0, dtype=np.int32)
-        self.xs = xp.zeros((self.n if sorted_list else 0, 3), dtype=self.dtype)
+        self.xs = xp.zeros((self.n if sorted_list else 0, 4), dtype=self.dtype)  # x y z r
         self.cells = xp.zeros(4, dtype=np.int64)
         self.box = xp.zeros(4, dtype=self.dtype)
         self._report = xp.zeros(REPORT_SIZE, dtype=np.float64)
@@ -234,10 +234,11 @@ class NeighborList:
         grown (to 1.5× the largest row or bucket found) and must be built again.
 
         The new arrays start from the rows and springs as they were before the build
-        that overflowed (the build's own copy of them), or with ``restored`` from the
-        arrays as they are now: a block whose rebuild overflowed has been undone, its
-        state (rows and springs included) restored to the block's start, where it runs
-        again."""
+        that overflowed (the hash grid's own copy of them), or from the arrays as they
+        are now: with ``restored`` (a block whose rebuild overflowed has been undone, its
+        state, rows and springs included, restored to the block's start, where it runs
+        again), and after a build through the CPU's sorted cell list, which moves the
+        springs within each row and leaves every row whole, old or new."""
         if not self.outgrown(report):
             return False
         rows, fill = int(report[REPORT_NEIGHBORS]), int(report[REPORT_BUCKET])
@@ -245,11 +246,17 @@ class NeighborList:
         depth = max(self.depth, int(math.ceil(1.5 * fill)) + 1) if fill > self.depth else self.depth
         carry = None
         if self.history:
-            carry = ((self.nbr, self.count, self.hist, self.live) if restored
+            in_place = restored or self.sorted_list_used()
+            carry = ((self.nbr, self.count, self.hist, self.live) if in_place
                      else (self.nbr_old, self.count_old, self.hist_old, self.live_old))  # fmt: skip
         self._allocate(capacity, depth, carry)
         self.regrows += 1
         return True
+
+    def sorted_list_used(self) -> bool:
+        """Whether the last binning went into the CPU's sorted cell list (not the hash
+        grid)."""
+        return self.backend.name == "cpu" and int(self.cells[3]) != 0
 
     def clear_past_ends(self) -> None:
         """Zero the springs and held flags of the slots past each row's end. A restored
