@@ -278,6 +278,9 @@ def _compile(law, meshes=False):
     _sorted_body = _G.sorted_body
     _restore_counts = _G.restore_counts
     _sort_cells = _G.sort_cells
+    _sort_box = _G.sort_box
+    _sort_index = _G.sort_index
+    _sort_place = _G.sort_place
     _keep_body = _G.keep_body
     _report_values = _P.report_values
     _bucket_of = _G.bucket_of
@@ -600,6 +603,46 @@ def _compile(law, meshes=False):
         return most <= grid.members.shape[1]
 
 
+    @kernel
+    def _sort_index_range(lo, hi, x, grid, period):
+        _sort_index(lo, hi, x, grid, period)
+
+
+    @kernel
+    def _sort_place_range(c0, c1, x, radius, grid):
+        _sort_place(c0, c1, x, radius, grid)
+
+
+    @parallel
+    def _sort_parallel(nchunks, x, radius, grid, period):
+        """The sorted cell list's counting sort (after ``sort_box``) on every thread: the
+        particles' cells in chunks of particles, then each thread places the particles
+        of a range of cells (``kernels.grid`` ``sort_place``; it reads every particle's
+        cell twice, so one range per thread). The loops call compiled range functions,
+        as every parallel loop here does: inlined, the writes through the ``grid`` tuple
+        were dropped from the parallel loop."""
+        n = x.shape[0]
+        for c in prange(nchunks):
+            lo, hi = _chunk(c, nchunks, n)
+            _sort_index_range(lo, hi, x, grid, period)
+        ncell = grid.cells[0] * grid.cells[1] * grid.cells[2]
+        ranges = max(1, nchunks // CHUNKS_PER_THREAD)
+        for c in prange(ranges):
+            c0, c1 = _chunk(c, ranges, ncell)
+            _sort_place_range(c0, c1, x, radius, grid)
+
+
+    @kernel
+    def _bin_parallel(nchunks, x, radius, grid, period, report):
+        """:func:`_bin` with the sorted cell list's counting sort on every thread."""
+        if grid.cells.shape[0] > 3 and _sort_box(x, grid, period):
+            _sort_parallel(nchunks, x, radius, grid, period)
+            return True
+        most = _grid_bin(x, grid, period)
+        report[REPORT_BUCKET] = max(report[REPORT_BUCKET], most)
+        return most <= grid.members.shape[1]
+
+
     @_jit
     def _built(contacts, grid, report):
         """After a build: its largest row into the report; True if every row fitted.
@@ -635,7 +678,7 @@ def _compile(law, meshes=False):
 
     @kernel
     def _rebuild_parallel(nchunks, x, radius, contacts, grid, report):
-        if not _bin(x, radius, grid, contacts.period, report):
+        if not _bin_parallel(nchunks, x, radius, grid, contacts.period, report):
             if HISTORY > 0:
                 _keep_parallel(nchunks, contacts)
             return False

@@ -91,7 +91,8 @@ _compiled = {}
 
 def for_law(law, meshes=False):
     """The kernels for the contact law ``law`` (a module of :mod:`kernels.contact_laws`),
-    made on first use (numba-cuda compiles each at its first launch); with ``meshes``,
+    made on first use (numba-cuda compiles each at its first launch, or loads it from
+    the kernel cache, :mod:`kernels.cache`); with ``meshes``,
     the variant that also meets triangle meshes (:func:`kernels.cpu.for_law`)."""
     key = (law.NAME, bool(meshes))
     k = _compiled.get(key)

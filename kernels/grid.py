@@ -27,8 +27,9 @@ it builds the row, and moves the springs within the row: :func:`carry_in_place`.
 On the CPU a single system (no replicas) is searched through a sorted cell list instead:
 the particles' bounding box is cut into a dense grid of cells at least one cutoff wide
 (wider where the box would need more cells than the arrays hold), the particles are
-counting-sorted by cell (stable, so by index within a cell) with a copy of their
-positions and radii in that order (``Grid.order``, ``start``, ``xs``), and a row scans the nine
+counting-sorted by cell (stable, so by index within a cell; each thread sorts a range of
+cells, ``sort_place``) with a copy of their positions and radii in that order
+(``Grid.cell``, ``order``, ``start``, ``xs``), and a row scans the nine
 runs of three consecutive cells around its own: contiguous memory, no hash collisions to
 test. The rows are the same sets in the same order as the hash grid's.
 
@@ -357,19 +358,15 @@ def build(jit, history=0):
             + sorted_axis(T, x[i, 0], 0, grid, period)
 
     @jit
-    def sort_cells(x, radius, grid, period):
-        """Bin every particle into the sorted cell list (serial, deterministic): the
-        bounding box of the finite coordinates (along a periodic axis the period itself,
-        cut into equal cells, :func:`axis_cells`), cells at least ``1 / inv_cell`` wide
-        (and wider while the grid would have more cells than ``start`` holds), then a
-        stable counting sort by cell. Afterwards the particles of cell ``c`` are
-        ``order[start[c]:start[c + 1]]``, their positions and radii ``xs`` (``x y z r``)
-        in the same rows, so a scan reads one row of four floats per candidate.
-        Returns False where the list cannot be used (replicas, or no arrays): the hash
-        grid serves then."""
+    def sort_box(x, grid, period):
+        """The sorted cell list's cells (serial, deterministic): the bounding box of the
+        finite coordinates (along a periodic axis the period itself, cut into equal
+        cells, :func:`axis_cells`), cells at least ``1 / inv_cell`` wide (and wider while
+        the grid would have more cells than ``start`` holds). Returns False where the
+        list cannot be used (replicas, or no arrays): the hash grid serves then."""
         n = x.shape[0]
         cap = grid.start.shape[0] - 2
-        if cap < 1 or grid.replica.shape[0] > 0 or grid.order.shape[0] < n:
+        if cap < 1 or grid.replica.shape[0] > 0 or grid.order.shape[0] < n or grid.cell.shape[0] < n:
             grid.cells[3] = 0
             return False
         T = x.dtype.type
@@ -407,27 +404,72 @@ def build(jit, history=0):
             width = width * T(1.25)
         if nx * ny * nz > cap:  # extents near the largest float: one cell
             nx = ny = nz = 1
-        ncell = nx * ny * nz
         grid.cells[0], grid.cells[1], grid.cells[2], grid.cells[3] = nx, ny, nz, 1
         grid.box[0], grid.box[1], grid.box[2], grid.box[3] = lo0, lo1, lo2, inv
-        start = grid.start
-        for c in range(ncell + 2):
-            start[c] = 0
+        return True
+
+    @jit
+    def sort_index(lo, hi, x, grid, period):
+        """Particles ``[lo, hi)``'s cells in the sorted cell list into ``grid.cell``
+        (after :func:`sort_box`)."""
+        T = x.dtype.type
+        for i in range(lo, hi):
+            grid.cell[i] = sorted_index(T, i, x, grid, period)
+
+    @jit
+    def sort_place(c0, c1, x, radius, grid):
+        """The counting sort of the particles in cells ``[c0, c1)`` (their cells from
+        :func:`sort_index`), stable: each cell's particles in index order. The first place
+        of cell ``c0`` is the number of particles in the cells before it, counted here, so
+        disjoint ranges of cells can be sorted at once (they write disjoint parts of
+        ``start``, ``order`` and ``xs``). Afterwards ``start[c + 1]`` is the end of cell
+        ``c``, and ``start[0] = 0``."""
+        n = x.shape[0]
+        ncell = grid.cells[0] * grid.cells[1] * grid.cells[2]
+        start, cell, order, xs = grid.start, grid.cell, grid.order, grid.xs
+        for c in range(c0, c1):
+            start[c + 1] = 0
+        below = 0
         for i in range(n):
-            start[sorted_index(T, i, x, grid, period) + 2] += 1
-        for c in range(2, ncell + 2):
-            start[c] += start[c - 1]
-        # start[c + 1] is now the beginning of cell c; placing in increasing index moves it
-        # to the cell's end, which leaves cell c at start[c]:start[c + 1], in index order
+            c = cell[i]
+            if c < c0:
+                below += 1
+            elif c < c1:
+                start[c + 1] += 1
+        k = below
+        for c in range(c0, c1):  # start[c + 1]: the first place of cell c
+            m = start[c + 1]
+            start[c + 1] = k
+            k += m
+        # placing in increasing index moves start[c + 1] to the end of cell c (the
+        # beginning of cell c + 1), which leaves cell c at start[c]:start[c + 1]
         for i in range(n):
-            c = sorted_index(T, i, x, grid, period)
-            k = start[c + 1]
-            start[c + 1] = k + 1
-            grid.order[k] = i
-            grid.xs[k, 0] = x[i, 0]
-            grid.xs[k, 1] = x[i, 1]
-            grid.xs[k, 2] = x[i, 2]
-            grid.xs[k, 3] = radius[i]
+            c = cell[i]
+            if c >= c0 and c < c1:
+                k = start[c + 1]
+                start[c + 1] = k + 1
+                order[k] = i
+                xs[k, 0] = x[i, 0]
+                xs[k, 1] = x[i, 1]
+                xs[k, 2] = x[i, 2]
+                xs[k, 3] = radius[i]
+        if c0 == 0:
+            start[0] = 0
+        if c1 == ncell:
+            start[ncell + 1] = n
+
+    @jit
+    def sort_cells(x, radius, grid, period):
+        """Bin every particle into the sorted cell list, serially (:func:`sort_box`,
+        :func:`sort_index`, :func:`sort_place` over every cell). Afterwards the
+        particles of cell ``c`` are ``order[start[c]:start[c + 1]]``, their positions and
+        radii ``xs`` (``x y z r``) in the same rows, so a scan reads one row of four
+        floats per candidate. Returns False where the list cannot be used (replicas, or
+        no arrays): the hash grid serves then."""
+        if not sort_box(x, grid, period):
+            return False
+        sort_index(0, x.shape[0], x, grid, period)
+        sort_place(0, grid.cells[0] * grid.cells[1] * grid.cells[2], x, radius, grid)
         return True
 
     @jit
@@ -545,5 +587,5 @@ def build(jit, history=0):
         return finish_sorted_row(i, n, x, contacts)
 
     return SimpleNamespace(cell_hash=cell_hash, cell_of=cell_of, bucket_of=bucket_of, build_body=build_body,
-                           keep_body=keep_body, sort_cells=sort_cells, sorted_body=sorted_body,
-                           restore_counts=restore_counts)  # fmt: skip
+                           keep_body=keep_body, sort_cells=sort_cells, sort_box=sort_box, sort_index=sort_index,
+                           sort_place=sort_place, sorted_body=sorted_body, restore_counts=restore_counts)  # fmt: skip

@@ -142,9 +142,9 @@ Contacts = namedtuple(
 )
 #: The neighbour search's grids: the hash grid (``inv_cell mask bucket_count members``, the
 #: GPU's, and the CPU's for replicas) and the CPU's sorted cell list (``order start xs cells
-#: box``, ``xs`` the sorted particles' ``x y z r``: :func:`kernels.grid.build` ``sort_cells``;
-#: empty arrays where it is not used).
-Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica order start xs cells box")
+#: box cell``, ``xs`` the sorted particles' ``x y z r``, ``cell`` each particle's cell:
+#: :func:`kernels.grid.build` ``sort_cells``; empty arrays where it is not used).
+Grid = namedtuple("Grid", "inv_cell mask bucket_count members replica order start xs cells box cell")
 Walls = namedtuple(
     "Walls", "planes mat first replica ref motion table frame clock tri mesh_geo mesh_idx cell_first cell_tri pick pick_tri"
 )

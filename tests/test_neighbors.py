@@ -1,5 +1,6 @@
 """Neighbour search (cell list + Verlet skin) against its brute-force twin."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -240,3 +241,36 @@ def test_the_sorted_list_carries_the_springs_as_the_hash_grid_does():
         held = now
         assert (alone.live[~listed] == 0).all() and not alone.hist[~listed].any()
     assert moves["earlier"] > 20 and moves["later"] > 20, moves
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two threads")
+def test_the_sorted_cell_list_sorts_alike_on_one_thread_and_two():
+    """On two threads each thread places the particles of a range of cells
+    (``kernels/grid.py`` ``sort_place``, first place counted from the cells before the
+    range): the same ``start``, ``order`` and ``xs`` as the serial sort, and the same rows,
+    for a random cloud large enough for the parallel build (700 particles, 512 cells)."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0, 9, (700, 3))
+    r = rng.uniform(0.3, 0.55, len(x))
+    built = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            nl = NeighborList(be, r, 0.1, capacity=32)
+            nl.build(x)
+            built.append(nl)
+    finally:
+        numba.set_num_threads(before)
+    one, two = built
+    cells = int(np.prod(one.cells[:3]))
+    assert one.cells[3] == two.cells[3] == 1 and cells > 100
+    np.testing.assert_array_equal(one.start[: cells + 2], two.start[: cells + 2])
+    assert one.start[cells] == len(x) and np.all(np.diff(one.start[: cells + 1]) >= 0)
+    np.testing.assert_array_equal(one.order, two.order)
+    np.testing.assert_array_equal(one.xs, two.xs)
+    np.testing.assert_array_equal(one.xs[:, 3], r[one.order])
+    np.testing.assert_array_equal(one.count, two.count)
+    np.testing.assert_array_equal(one.nbr, two.nbr)
+    np.testing.assert_array_equal(one.pairs(), brute_pairs(x, r, 0.1))

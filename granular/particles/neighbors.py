@@ -141,6 +141,7 @@ class NeighborList:
         sorted_list = backend.name == "cpu" and self.replica_host is None
         cells = 2 * self.n + 64 if sorted_list else 0
         self.order = xp.zeros(self.n if sorted_list else 0, dtype=np.int32)
+        self.cell = xp.zeros(self.n if sorted_list else 0, dtype=np.int32)  # each particle's cell
         self.start = xp.zeros(cells + 2 if sorted_list else 0, dtype=np.int32)
         self.xs = xp.zeros((self.n if sorted_list else 0, 4), dtype=self.dtype)  # x y z r
         self.cells = xp.zeros(4, dtype=np.int64)
@@ -221,7 +222,7 @@ class NeighborList:
                                 dev(self.res), dev(self.got), dev(self.acc), dev(self.period))  # fmt: skip
             grid = Grid(self.inv_cell, np.int64(self.buckets - 1), dev(self.bucket_count), dev(self.members),
                         dev(self.replica), dev(self.order), dev(self.start), dev(self.xs), dev(self.cells),
-                        dev(self.box))  # fmt: skip
+                        dev(self.box), dev(self.cell))  # fmt: skip
             self._bundles = (contacts, grid)
         return self._bundles
 
@@ -342,7 +343,7 @@ class NeighborList:
         new.__dict__.update(self.__dict__)
         xp = self.backend.xp
         for k in ("nbr", "count", "x_ref", "bucket_count", "members", "live", "nbr_old", "count_old", "live_old", "got",
-                  "_report", "order", "start", "xs", "cells", "box"):  # fmt: skip
+                  "_report", "order", "start", "xs", "cells", "box", "cell"):  # fmt: skip
             setattr(new, k, getattr(self, k).copy())
         for k in ("hist", "hist_old", "res", "acc"):  # aligned as _allocate makes them
             a = getattr(self, k)
@@ -402,7 +403,7 @@ class NeighborList:
     def bytes(self) -> int:
         arrays = (self.nbr, self.count, self.x_ref, self.bucket_count, self.members, self.hist, self.live, self.nbr_old,
                   self.count_old, self.hist_old, self.live_old, self.res, self.got, self.acc, self.order, self.start, self.xs,
-                  self.cells, self.box)  # fmt: skip
+                  self.cells, self.box, self.cell)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
 

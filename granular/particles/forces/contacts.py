@@ -156,7 +156,7 @@ def _placeholder_args(backend, dummy, mode, T, law, period=None):
                      live, nbr, count, hist, live, res, live, acc, dev(period_rows(xp, period, T))),
             Grid(T(1.0), np.int64(0), buckets, members, dev(xp.zeros(0, dtype=np.int32)),
                  dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros(0, dtype=np.int32)), dev(xp.zeros((0, 3), dtype=T)),
-                 dev(xp.zeros(4, dtype=np.int64)), dev(xp.zeros(4, dtype=T))))  # fmt: skip
+                 dev(xp.zeros(4, dtype=np.int64)), dev(xp.zeros(4, dtype=T)), dev(xp.zeros(0, dtype=np.int32))))  # fmt: skip
 
 
 class Walls:
