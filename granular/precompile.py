@@ -90,7 +90,7 @@ def arguments(model, state, engine) -> dict:
     report = b["flags"].report
     values = {
         "lo": np.int64(0), "hi": np.int64(n), "nsteps": np.int64(1), "nchunks": np.int64(2), "scheme": np.int64(0),
-        "family": np.int64(0), "w": np.int64(0),
+        "family": np.int64(0), "w": np.int64(0), "c0": np.int64(0), "c1": np.int64(0),
         "h": T(1e-3), "kick": True, "fuse": True, "update": True, "rebuild_first": True,
         "dyn": dyn, "saved": b["saved"], "src": dyn, "dst": b["saved"], "par": b["par"], "bonds": b["bonds"],
         "contacts": contacts, "walls": b["walls"], "fields": b["fields"], "grid": b["grid"], "grid_": b["grid"],
