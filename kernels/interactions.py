@@ -202,6 +202,26 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
                 advance_with(i, scheme, h, a, b, dyn, par, contacts, status)
 
     @jit
+    def direct_begin(lo, hi, contacts):
+        """The running sums of the chunk ``[lo, hi)`` before its direct pass
+        (:func:`direct_start` of each row)."""
+        for j in range(lo, hi):
+            direct_start(j, lo, contacts)
+
+    @jit
+    def direct_rows(r0, r1, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+        """Rows ``[r0, r1)`` of the direct pass over a chunk ending at ``hi`` (after
+        :func:`direct_begin` of the whole chunk): each row's forces and, with ``kick``,
+        its second half kick, as :func:`direct_chunk` makes them, without the next
+        step's advance. No later row of the chunk reads these rows, so the caller may
+        advance them together afterwards (``kernels.cpu``: ``advance_rows`` of
+        :func:`kernels.particles.build`, in vector lanes)."""
+        for i in range(r0, r1):
+            if i + AHEAD < hi:
+                prefetch(i + AHEAD, contacts)
+            direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+
+    @jit
     def family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields):
         """Add one family's force and moment on ``i`` to ``F[i]``, ``RM[i]`` (no breakage,
         no update of the contacts' history): the same partial sums as :func:`forces_body`,
@@ -333,6 +353,8 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
         forces_body=forces_body,
         direct_body=direct_body,
         direct_chunk=direct_chunk,
+        direct_begin=direct_begin,
+        direct_rows=direct_rows,
         cross_pass=C.cross_pass,
         direct_start=C.direct_start,
         family_forces_body=family_forces_body,

@@ -157,6 +157,97 @@ def build(jit, law):
             status[i] |= bits
 
     @jit
+    def advance_rows(lo, hi, scheme, h, dyn, par, contacts, status):
+        """:func:`advance_body` for the rows ``[lo, hi)`` at once, written so that LLVM
+        evaluates several rows in the lanes of one vector register: the rows are read
+        through one-dimensional views (``x[3 i + c]``, a constant stride counted from
+        ``lo``), so that each array is one interleaved access of known shape. The same
+        operations in the same order as :func:`kick_factors` and :func:`advance_with` for
+        each row, so the same bits (each lane rounds as the scalar operation; no
+        multiply-add is fused without fast-math). For the direct pass with a neighbour
+        list (the skin test is always made) outside a periodic box (no wrap), in a
+        compiled function of its own (``kernels.cpu`` ``_advance_lanes``, where LLVM's
+        limits on a vectorised loop's run-time checks are raised)."""
+        T = dyn.x.dtype.type
+        m = hi - lo
+        x = dyn.x[lo:hi].reshape(-1)
+        v = dyn.v[lo:hi].reshape(-1)
+        om = dyn.omega[lo:hi].reshape(-1)
+        F = dyn.F[lo:hi].reshape(-1)
+        RM = dyn.RM[lo:hi].reshape(-1)
+        q = dyn.q[lo:hi].reshape(-1)
+        x_ref = contacts.x_ref[lo:hi].reshape(-1)
+        mass = par.mass[lo:hi]
+        inertia = par.inertia[lo:hi]
+        st = status[lo:hi]
+        vp = dyn.vp
+        wp = dyn.wp
+        if VELOCITIES:
+            vp = dyn.vp[lo:hi].reshape(-1)
+            wp = dyn.wp[lo:hi].reshape(-1)
+        half = contacts.vel == VELOCITY_HALF
+        skin_half2 = contacts.skin_half2
+        for i in range(m):
+            if scheme == SCHEME_CAMPELLO:
+                a = h / mass[i]
+                b = h / inertia[i]
+            else:
+                a = T(0.5) * h / mass[i]
+                b = T(0.5) * h / inertia[i]
+            vx = v[3 * i] + a * F[3 * i]
+            vy = v[3 * i + 1] + a * F[3 * i + 1]
+            vz = v[3 * i + 2] + a * F[3 * i + 2]
+            wx = om[3 * i] + b * RM[3 * i]
+            wy = om[3 * i + 1] + b * RM[3 * i + 1]
+            wz = om[3 * i + 2] + b * RM[3 * i + 2]
+            x0 = x[3 * i] + h * vx
+            x1 = x[3 * i + 1] + h * vy
+            x2 = x[3 * i + 2] + h * vz
+            x[3 * i] = x0
+            x[3 * i + 1] = x1
+            x[3 * i + 2] = x2
+            v[3 * i] = vx
+            v[3 * i + 1] = vy
+            v[3 * i + 2] = vz
+            om[3 * i] = wx
+            om[3 * i + 1] = wy
+            om[3 * i + 2] = wz
+            if VELOCITIES:
+                if scheme == SCHEME_CAMPELLO or half:
+                    a = T(0.0)
+                    b = T(0.0)
+                vp[6 * i] = vx + a * F[3 * i]
+                vp[6 * i + 1] = vy + a * F[3 * i + 1]
+                vp[6 * i + 2] = vz + a * F[3 * i + 2]
+                wp[6 * i] = wx + b * RM[3 * i]
+                wp[6 * i + 1] = wy + b * RM[3 * i + 1]
+                wp[6 * i + 2] = wz + b * RM[3 * i + 2]
+                vp[6 * i + 3] = vx
+                vp[6 * i + 4] = vy
+                vp[6 * i + 5] = vz
+                wp[6 * i + 3] = wx
+                wp[6 * i + 4] = wy
+                wp[6 * i + 5] = wz
+            d1, d2, d3, rho2 = rrp_increment(T, scheme, h, wx, wy, wz)
+            bits = 0
+            if rho2 >= T(1.0):
+                bits = BIT_ROTATION
+            elif not (rho2 < T(1.0)):
+                bits = BIT_NOT_FINITE
+            n0, n1, n2, n3 = quat_multiply(T(2.0), d1, d2, d3, q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3])
+            inv = T(1.0) / (n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3) ** T(0.5)
+            q[4 * i] = n0 * inv
+            q[4 * i + 1] = n1 * inv
+            q[4 * i + 2] = n2 * inv
+            q[4 * i + 3] = n3 * inv
+            e1 = x0 - x_ref[3 * i]
+            e2 = x1 - x_ref[3 * i + 1]
+            e3 = x2 - x_ref[3 * i + 2]
+            if not (e1 * e1 + e2 * e2 + e3 * e3 <= skin_half2):
+                bits |= BIT_SKIN
+            st[i] |= bits  # a store in every lane (the scalar body stores only a flag)
+
+    @jit
     def row_zero(a, i):
         """``Σ_c (a[i, c] - a[i, c])`` over the first three columns: 0 when they are
         finite, NaN otherwise."""
@@ -275,6 +366,7 @@ def build(jit, law):
         is_finite=is_finite,
         advance_body=advance_body,
         advance_with=advance_with,
+        advance_rows=advance_rows,
         kick_factors=kick_factors,
         kick_body=kick_body,
         save_body=save_body,
