@@ -4,20 +4,24 @@
                                    [--scheme verlet] [--warm 60] [--batch 0,256,64]
                                    [--reps 20] [--windows 7]
 
-A particle's first part of a step (:func:`kernels.particles.build` ``advance_with``: the
-half kick with the stored forces, the drift, the rotation of map (23b) or (25b) with the
-quaternion's normalisation, the velocities the dashpots and springs see, the skin test)
-is written twice: for one row, inlined where a row is finished, and for a range of rows
-(``advance_rows``), over one-dimensional views of the rows (``x[3 i + c]``, a constant
-stride), which LLVM evaluates eight rows to an AVX-512 register once its limits on a
-loop's run-time checks are raised (``kernels.cpu``). The direct pass advances each
-:data:`kernels.cpu.LANE_ROWS` rows so (``_advance_lanes``). This script:
+A particle's end of a step and first part of the next, its forces stored
+(:func:`kernels.particles.build` ``kick_body``: the second half kick and the row's
+finiteness test; ``advance_with``: the half kick with the stored forces, the drift, the
+rotation of map (23b) or (25b) with the quaternion's normalisation, the velocities the
+dashpots and springs see, the skin test) is written twice: for one row, inlined where a
+row is finished, and for a range of rows (``advance_rows``), over one-dimensional views
+of the rows (``x[3 i + c]``, a constant stride), which LLVM evaluates eight rows to an
+AVX-512 register once its limits on a loop's run-time checks are raised
+(``kernels.cpu``). The direct pass finishes each :data:`kernels.cpu.LANE_ROWS` rows so
+(``_advance_lanes``). This script:
 
 - checks that one pass of each, from the same state (the run's, with seeded orientations,
   angular velocities, moments and extra forces, since the workloads' head-on impacts
-  barely turn the spheres), leaves the same bits in ``x``, ``v``, ``omega``, ``q``,
-  ``vp``, ``wp`` and the status flags (``np.array_equal``; each lane rounds as the scalar
-  operation, and no multiply-add is fused without fast-math); exit status 1 if not;
+  barely turn the spheres), with and without the second half kick, leaves the same bits
+  in ``x``, ``v``, ``omega``, ``q``, ``vp``, ``wp`` and the status flags
+  (``np.array_equal``; each lane rounds as the scalar operation, and no multiply-add is
+  fused without fast-math), two rows made not finite (an infinite force, a NaN in an
+  orientation) included, which both must flag; exit status 1 if not;
 - says whether the lanes loop holds packed arithmetic (AVX-512 ``zmm`` or AVX ``ymm``
   multiplies in its assembly);
 - times both over every particle, one thread, ns per particle (fastest of ``--windows``
@@ -45,6 +49,8 @@ from granular.benchmark import workload_builder
 from granular.particles.integrators import ExplicitIntegrator
 from granular.particles.integrators.schemes import SCHEMES
 from kernels import cpu, particles
+from kernels.laws import SCHEME_CAMPELLO
+from kernels.layout import BIT_NOT_FINITE
 
 WORKLOADS = ("spheres-friction", "block-friction", "block", "spheres")
 _K = {"nogil": True, "_nrt": False, "error_model": "numpy"}
@@ -53,15 +59,21 @@ WRITTEN = ("x", "v", "omega", "q", "vp", "wp")
 
 
 def _scalar(law):
-    """The engine's body over ``[lo, hi)``: ``kick_factors`` then ``advance_with``."""
+    """The engine's scalar body over every row, its forces stored (as the direct pass
+    without lanes, ``direct_chunk``, finishes a row): ``kick_body`` (with ``kick`` the
+    second half kick; the finiteness test), then ``advance_with`` with its factors."""
     P = particles.build(cpu._jit, law)
-    kick_factors, advance_with = P.kick_factors, P.advance_with
+    kick_factors, advance_with, kick_body = P.kick_factors, P.advance_with, P.kick_body
 
     @njit(**_K)
-    def scalar(reps, scheme, h, dyn, par, contacts, status):
+    def scalar(reps, kick, scheme, h, dyn, par, contacts, status):
+        F, RM = dyn.F, dyn.RM
         for _ in range(reps):
             for i in range(dyn.x.shape[0]):
-                a, b = kick_factors(i, scheme, h, par)
+                a, b = kick_body(i, kick, scheme, h, dyn, par, status, F[i, 0], F[i, 1], F[i, 2], RM[i, 0], RM[i, 1],
+                                 RM[i, 2])  # fmt: skip
+                if not (kick and scheme != SCHEME_CAMPELLO):
+                    a, b = kick_factors(i, scheme, h, par)
                 advance_with(i, scheme, h, a, b, dyn, par, contacts, status)
 
     return scalar
@@ -72,12 +84,12 @@ def _batches(lanes):
     batches of ``batch`` rows (0: all rows in one call), as the direct pass calls it."""
 
     @njit(**_K)
-    def batches(reps, batch, scheme, h, dyn, par, contacts, status):
+    def batches(reps, batch, kick, scheme, h, dyn, par, contacts, status):
         n = dyn.x.shape[0]
         step = n if batch <= 0 else batch
         for _ in range(reps):
             for lo in range(0, n, step):
-                lanes(lo, min(lo + step, n), scheme, h, dyn, par, contacts, status)
+                lanes(lo, min(lo + step, n), kick, scheme, h, dyn, par, contacts, status)
 
     return batches
 
@@ -129,6 +141,11 @@ def main(argv=None) -> int:
     dyn.omega[:] = rng.uniform(-20.0, 20.0, dyn.omega.shape)
     dyn.RM[:] = rng.uniform(-1.0, 1.0, dyn.RM.shape) * par.inertia[:, None] * 1e3
     dyn.F[:] += rng.uniform(-1.0, 1.0, dyn.F.shape) * par.mass[:, None] * 1e2
+    # and two rows that are not finite (a force, an orientation), which both must flag
+    bad_f, bad_q = n // 2, n // 3
+    good_f, good_q = dyn.F[bad_f, 1], dyn.q[bad_q, 3]
+    dyn.F[bad_f, 1] = np.inf
+    dyn.q[bad_q, 3] = np.nan
     kept = {k: getattr(dyn, k).copy() for k in WRITTEN}
     kept_status = status.copy()
 
@@ -137,30 +154,42 @@ def main(argv=None) -> int:
             getattr(dyn, k)[:] = a
         status[:] = kept_status
 
-    h = 1e-3  # one pass at the run's step for the comparison of bits
-    scalar(1, scheme, h, dyn, par, contacts, status)
-    after = {k: getattr(dyn, k).copy() for k in WRITTEN}
-    after_status = status.copy()
-    restore()
-    lanes_batches(1, 0, scheme, h, *bundles)
-    same = [k for k in WRITTEN if np.array_equal(getattr(dyn, k), after[k])]
-    same_status = np.array_equal(status, after_status)
+    h = 1e-3  # one pass at the run's step for the comparison of bits, with and without the kick
+    differ = []
+    for kick in (True, False):
+        scalar(1, kick, scheme, h, dyn, par, contacts, status)
+        after = {k: getattr(dyn, k).copy() for k in WRITTEN}
+        after_status = status.copy()
+        restore()
+        lanes_batches(1, 0, kick, scheme, h, *bundles)
+        tag = "" if kick else " (no kick)"
+        differ += [k + tag for k in WRITTEN if not np.array_equal(getattr(dyn, k), after[k], equal_nan=True)]
+        if not np.array_equal(status, after_status):
+            differ.append("status" + tag)
+        flagged = int(np.count_nonzero(status & BIT_NOT_FINITE))
+        restore()
+    dyn.F[bad_f, 1] = good_f  # the timings on finite rows
+    kept["q"][bad_q, 3] = good_q
     restore()
     asm = lanes.inspect_asm(lanes.signatures[0])
     packed = len(re.findall(r"vmulpd\s+%[yz]mm", asm))
     print(f"{args.workload}, N = {n}" + (f", spacing {args.spacing:g}" if args.workload == "spheres-friction" else "")
           + f", scheme {args.scheme}, after {args.warm} steps; one thread")  # fmt: skip
-    differ = [k for k in WRITTEN if k not in same] + ([] if same_status else ["status"])
     print(
         f"  same bits after one pass: {'NO (' + ', '.join(differ) + ' differ)' if differ else 'yes (all arrays equal)'}"
     )
-    print(f"  packed multiplies in the lanes loop: {packed} ({'vectorised' if packed else 'not vectorised'})")
+    print(f"  rows flagged not finite by the lanes: {flagged} (2 made so)")
+    if "vmulpd" in asm or "mulsd" in asm:
+        print(f"  packed multiplies in the lanes loop: {packed} ({'vectorised' if packed else 'not vectorised'})")
+    else:  # a function loaded from the kernel cache keeps its machine code, not its assembly
+        print("  packed multiplies in the lanes loop: unknown (loaded from the kernel cache, no assembly;"
+              " GRANULAR_KERNEL_CACHE=<an empty folder> compiles it afresh)")  # fmt: skip
     print(f"  ns per particle (fastest of {args.windows} windows):")
     hh = 1e-9
-    loops = [("engine (scalar)", lambda r: scalar(r, scheme, hh, dyn, par, contacts, status))]
+    loops = [("engine (scalar)", lambda r: scalar(r, True, scheme, hh, dyn, par, contacts, status))]
     for bt in batches:
         name = "lanes, all rows" if bt == 0 else f"lanes, {bt} rows a call"
-        loops.append((name, lambda r, bt=bt: lanes_batches(r, bt, scheme, hh, *bundles)))
+        loops.append((name, lambda r, bt=bt: lanes_batches(r, bt, True, scheme, hh, *bundles)))
     for name, f in loops:
         f(1)
         restore()
@@ -171,7 +200,7 @@ def main(argv=None) -> int:
             best = min(best, time.perf_counter() - t0)
             restore()
         print(f"    {name:22s} {1e9 * best / args.reps / n:7.2f}", flush=True)
-    return 1 if differ else 0
+    return 1 if differ or flagged != 2 else 0
 
 
 if __name__ == "__main__":

@@ -36,8 +36,8 @@ The launchers have the names and arguments of their twins in :mod:`kernels.cuda`
 
 from types import SimpleNamespace
 
-import numpy as np
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 from numba import get_num_threads, njit, prange
 from numba.core import cgutils, types
@@ -341,25 +341,27 @@ def _compile(law, meshes=False):
 
 
     @kernel
-    def _advance_lanes(lo, hi, scheme, h, dyn, par, contacts, status):
-        """The next step's advance of rows ``[lo, hi)`` in vector lanes
+    def _advance_lanes(lo, hi, kick, scheme, h, dyn, par, contacts, status):
+        """The end of the step (with ``kick`` the second half kick; the finiteness test)
+        and the next step's advance of rows ``[lo, hi)`` in vector lanes
         (:func:`kernels.particles.build` ``advance_rows``)."""
-        _advance_rows(lo, hi, scheme, h, dyn, par, contacts, status)
+        _advance_rows(lo, hi, kick, scheme, h, dyn, par, contacts, status)
 
 
     @kernel
     def _direct_range(lo, hi, kick, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
         """The direct pass over the chunk ``[lo, hi)``, after the cross pass of every chunk
-        (:func:`kernels.interactions.build` ``direct_chunk``). Outside a periodic box the
-        next step's advance (``fuse``) follows each :data:`LANE_ROWS` rows' forces, for
-        those rows at once in vector lanes (:func:`_advance_lanes`), instead of each row's
-        own: the same bits."""
+        (:func:`kernels.interactions.build` ``direct_chunk``). Outside a periodic box,
+        when the next step's advance follows (``fuse``), each :data:`LANE_ROWS` rows'
+        forces are stored first, then those rows' second half kick, finiteness test and
+        advance made at once in vector lanes (:func:`_advance_lanes`), instead of each
+        row's own: the same bits."""
         if fuse and contacts.period.shape[0] == 0:
             _direct_begin(lo, hi, contacts)
             for r0 in range(lo, hi, LANE_ROWS):
                 r1 = min(r0 + LANE_ROWS, hi)
-                _direct_rows(r0, r1, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
-                _advance_lanes(r0, r1, scheme, h, dyn, par, contacts, status)
+                _direct_rows(r0, r1, hi, h, dyn, par, bonds, contacts, walls, fields)
+                _advance_lanes(r0, r1, kick, scheme, h, dyn, par, contacts, status)
         else:
             _direct_chunk(lo, hi, kick, fuse, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
 

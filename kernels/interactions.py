@@ -88,11 +88,10 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
         return d[0], d[1], d[2], d[3], d[4], d[5], d[7], d[8], d[9], d[10]
 
     @jit
-    def forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c):
-        """The body of :func:`forces_body` given ``i``'s contact terms ``c`` (force 3,
-        moment 3, dissipated energies 4): the families added in their fixed order.
-        Returns the second half kick's factors (:func:`kernels.particles.build`
-        ``kick_body``)."""
+    def forces_total(i, h, dyn, par, bonds, contacts, walls, fields, c):
+        """The total force and moment on ``i`` given its contact terms ``c`` (force 3,
+        moment 3, dissipated energies 4): the families added in their fixed order, the
+        dissipation ledger booked. Returns ``(f1, f2, f3, m1, m2, m3)``."""
         x = dyn.x
         T = x.dtype.type
         f1 = f2 = f3 = m1 = m2 = m3 = T(0.0)
@@ -150,7 +149,16 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
             dyn.dissip[i, 1] = df
             dyn.dissip[i, 2] = dr
             dyn.dissip[i, 3] = dt
-        return kick_body(i, kick, scheme, h, dyn, par, status, f1, f2, f3, m1, m2, m3)
+        return f1, f2, f3, m1, m2, m3
+
+    @jit
+    def forces_from(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status, c):
+        """The body of :func:`forces_body` given ``i``'s contact terms ``c``
+        (:func:`forces_total`), stored, with ``kick`` the second half kick, and the row's
+        finiteness test. Returns the kick's factors (:func:`kernels.particles.build`
+        ``kick_body``)."""
+        f = forces_total(i, h, dyn, par, bonds, contacts, walls, fields, c)
+        return kick_body(i, kick, scheme, h, dyn, par, status, f[0], f[1], f[2], f[3], f[4], f[5])
 
     @jit
     def forces_body(i, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
@@ -190,8 +198,7 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
         ``advance_body``) at once: the pass reads no row of the chunk after its turn. The
         first half kick reuses the second's factors ``h/2m``, ``h/2J`` (the same numbers,
         two divisions fewer a particle)."""
-        for j in range(lo, hi):
-            direct_start(j, lo, contacts)
+        direct_begin(lo, hi, contacts)
         for i in range(lo, hi):
             if i + AHEAD < hi:
                 prefetch(i + AHEAD, contacts)
@@ -209,17 +216,25 @@ def build(jit, base, law, prefetch=None, meshes=False, acc_add=None):
             direct_start(j, lo, contacts)
 
     @jit
-    def direct_rows(r0, r1, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status):
+    def direct_rows(r0, r1, hi, h, dyn, par, bonds, contacts, walls, fields):
         """Rows ``[r0, r1)`` of the direct pass over a chunk ending at ``hi`` (after
-        :func:`direct_begin` of the whole chunk): each row's forces and, with ``kick``,
-        its second half kick, as :func:`direct_chunk` makes them, without the next
-        step's advance. No later row of the chunk reads these rows, so the caller may
-        advance them together afterwards (``kernels.cpu``: ``advance_rows`` of
-        :func:`kernels.particles.build`, in vector lanes)."""
+        :func:`direct_begin` of the whole chunk): each row's forces, stored in ``F``,
+        ``RM``, as :func:`direct_chunk` makes them, without the second half kick, the
+        finiteness test and the next step's advance. No later row of the chunk reads these
+        rows, so the caller may finish them together afterwards (``kernels.cpu``:
+        ``advance_rows`` of :func:`kernels.particles.build`, in vector lanes)."""
+        F, RM = dyn.F, dyn.RM
         for i in range(r0, r1):
             if i + AHEAD < hi:
                 prefetch(i + AHEAD, contacts)
-            direct_body(i, hi, kick, scheme, h, dyn, par, bonds, contacts, walls, fields, status)
+            c = direct_sum(i, hi, h, dyn, par, bonds, contacts)
+            f = forces_total(i, h, dyn, par, bonds, contacts, walls, fields, c)
+            F[i, 0] = f[0]
+            F[i, 1] = f[1]
+            F[i, 2] = f[2]
+            RM[i, 0] = f[3]
+            RM[i, 1] = f[4]
+            RM[i, 2] = f[5]
 
     @jit
     def family_forces_body(i, family, dyn, par, bonds, contacts, walls, fields):

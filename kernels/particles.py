@@ -157,17 +157,21 @@ def build(jit, law):
             status[i] |= bits
 
     @jit
-    def advance_rows(lo, hi, scheme, h, dyn, par, contacts, status):
-        """:func:`advance_body` for the rows ``[lo, hi)`` at once, written so that LLVM
-        evaluates several rows in the lanes of one vector register: the rows are read
-        through one-dimensional views (``x[3 i + c]``, a constant stride counted from
-        ``lo``), so that each array is one interleaved access of known shape. The same
-        operations in the same order as :func:`kick_factors` and :func:`advance_with` for
-        each row, so the same bits (each lane rounds as the scalar operation; no
-        multiply-add is fused without fast-math). For the direct pass with a neighbour
-        list (the skin test is always made) outside a periodic box (no wrap), in a
-        compiled function of its own (``kernels.cpu`` ``_advance_lanes``, where LLVM's
-        limits on a vectorised loop's run-time checks are raised)."""
+    def advance_rows(lo, hi, kick, scheme, h, dyn, par, contacts, status):
+        """The end of the step and the start of the next for the rows ``[lo, hi)`` at
+        once, their forces ``F``, ``RM`` stored: with ``kick`` the second half kick and
+        then, always, the row's finiteness test (:func:`kick_body`), then
+        :func:`advance_body`. Written so that LLVM evaluates several rows in the lanes of
+        one vector register: the rows are read through one-dimensional views
+        (``x[3 i + c]``, a constant stride counted from ``lo``), so that each array is one
+        interleaved access of known shape. The same operations in the same order as
+        :func:`kick_body`, :func:`kick_factors` and :func:`advance_with` for each row, so
+        the same bits (each lane rounds as the scalar operation; no multiply-add is fused
+        without fast-math; the finiteness test is a flag, whatever the order of its
+        adds). For the direct pass with a neighbour list (the skin test is always made)
+        outside a periodic box (no wrap), in a compiled function of its own
+        (``kernels.cpu`` ``_advance_lanes``, where LLVM's limits on a vectorised loop's
+        run-time checks are raised)."""
         T = dyn.x.dtype.type
         m = hi - lo
         x = dyn.x[lo:hi].reshape(-1)
@@ -187,6 +191,7 @@ def build(jit, law):
             wp = dyn.wp[lo:hi].reshape(-1)
         half = contacts.vel == VELOCITY_HALF
         skin_half2 = contacts.skin_half2
+        second = kick and scheme != SCHEME_CAMPELLO  # map (27) has no second half kick
         for i in range(m):
             if scheme == SCHEME_CAMPELLO:
                 a = h / mass[i]
@@ -194,15 +199,49 @@ def build(jit, law):
             else:
                 a = T(0.5) * h / mass[i]
                 b = T(0.5) * h / inertia[i]
-            vx = v[3 * i] + a * F[3 * i]
-            vy = v[3 * i + 1] + a * F[3 * i + 1]
-            vz = v[3 * i + 2] + a * F[3 * i + 2]
-            wx = om[3 * i] + b * RM[3 * i]
-            wy = om[3 * i + 1] + b * RM[3 * i + 1]
-            wz = om[3 * i + 2] + b * RM[3 * i + 2]
-            x0 = x[3 * i] + h * vx
-            x1 = x[3 * i + 1] + h * vy
-            x2 = x[3 * i + 2] + h * vz
+            f0 = F[3 * i]
+            f1 = F[3 * i + 1]
+            f2 = F[3 * i + 2]
+            g0 = RM[3 * i]
+            g1 = RM[3 * i + 1]
+            g2 = RM[3 * i + 2]
+            vx = v[3 * i]
+            vy = v[3 * i + 1]
+            vz = v[3 * i + 2]
+            wx = om[3 * i]
+            wy = om[3 * i + 1]
+            wz = om[3 * i + 2]
+            if second:  # (23c,d)/(25c,d)
+                vx = vx + a * f0
+                vy = vy + a * f1
+                vz = vz + a * f2
+                wx = wx + b * g0
+                wy = wy + b * g1
+                wz = wz + b * g2
+            q0 = q[4 * i]
+            q1 = q[4 * i + 1]
+            q2 = q[4 * i + 2]
+            q3 = q[4 * i + 3]
+            x0 = x[3 * i]
+            x1 = x[3 * i + 1]
+            x2 = x[3 * i + 2]
+            # kick_body's finiteness test of the row after the kick: a - a is 0 for a
+            # finite a, NaN otherwise
+            zero = (((x0 - x0) + (x1 - x1)) + ((x2 - x2) + (vx - vx))) + (((vy - vy) + (vz - vz)) + ((wx - wx) + (wy - wy)))
+            zero += (((wz - wz) + (f0 - f0)) + ((f1 - f1) + (f2 - f2))) + (((g0 - g0) + (g1 - g1)) + (g2 - g2))
+            zero += ((q0 - q0) + (q1 - q1)) + ((q2 - q2) + (q3 - q3))
+            bits = 0
+            if zero != T(0.0):  # NaN
+                bits = BIT_NOT_FINITE
+            vx = vx + a * f0
+            vy = vy + a * f1
+            vz = vz + a * f2
+            wx = wx + b * g0
+            wy = wy + b * g1
+            wz = wz + b * g2
+            x0 = x0 + h * vx
+            x1 = x1 + h * vy
+            x2 = x2 + h * vz
             x[3 * i] = x0
             x[3 * i + 1] = x1
             x[3 * i + 2] = x2
@@ -216,12 +255,12 @@ def build(jit, law):
                 if scheme == SCHEME_CAMPELLO or half:
                     a = T(0.0)
                     b = T(0.0)
-                vp[6 * i] = vx + a * F[3 * i]
-                vp[6 * i + 1] = vy + a * F[3 * i + 1]
-                vp[6 * i + 2] = vz + a * F[3 * i + 2]
-                wp[6 * i] = wx + b * RM[3 * i]
-                wp[6 * i + 1] = wy + b * RM[3 * i + 1]
-                wp[6 * i + 2] = wz + b * RM[3 * i + 2]
+                vp[6 * i] = vx + a * f0
+                vp[6 * i + 1] = vy + a * f1
+                vp[6 * i + 2] = vz + a * f2
+                wp[6 * i] = wx + b * g0
+                wp[6 * i + 1] = wy + b * g1
+                wp[6 * i + 2] = wz + b * g2
                 vp[6 * i + 3] = vx
                 vp[6 * i + 4] = vy
                 vp[6 * i + 5] = vz
@@ -229,12 +268,11 @@ def build(jit, law):
                 wp[6 * i + 4] = wy
                 wp[6 * i + 5] = wz
             d1, d2, d3, rho2 = rrp_increment(T, scheme, h, wx, wy, wz)
-            bits = 0
             if rho2 >= T(1.0):
-                bits = BIT_ROTATION
+                bits |= BIT_ROTATION
             elif not (rho2 < T(1.0)):
-                bits = BIT_NOT_FINITE
-            n0, n1, n2, n3 = quat_multiply(T(2.0), d1, d2, d3, q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3])
+                bits |= BIT_NOT_FINITE
+            n0, n1, n2, n3 = quat_multiply(T(2.0), d1, d2, d3, q0, q1, q2, q3)
             inv = T(1.0) / (n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3) ** T(0.5)
             q[4 * i] = n0 * inv
             q[4 * i + 1] = n1 * inv

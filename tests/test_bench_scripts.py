@@ -411,10 +411,11 @@ def test_the_step_pieces_script_times_each_piece_per_particle():
 
 
 def test_the_particle_lanes_script_keeps_the_bits_of_the_engines_advance():
-    """``bench/particle_lanes.py`` at a tiny size: the lanes form of the particles' first
-    part of a step leaves the same bits as the engine's scalar body after one pass (exit
-    0, "same bits ... yes"), with the dashpots' velocities (the dissipative law) and
-    without (Hertz), and prints a finite positive time per particle for each loop (never
+    """``bench/particle_lanes.py`` at a tiny size: the lanes form of the particles' end of
+    a step and first part of the next leaves the same bits as the engine's scalar body
+    after one pass (exit 0, "same bits ... yes"), with and without the second half kick,
+    with the dashpots' velocities (the dissipative law) and without (Hertz), and flags
+    both rows made not finite; it prints a finite positive time per particle for each loop (never
     a speed asserted); a negative batch is refused by name."""
     script = os.path.join(ROOT, "bench", "particle_lanes.py")
     for workload, scheme in (("spheres-friction", "verlet"), ("spheres", "exact")):
@@ -424,6 +425,7 @@ def test_the_particle_lanes_script_keeps_the_bits_of_the_engines_advance():
                            check=False)  # fmt: skip
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert "same bits after one pass: yes (all arrays equal)" in r.stdout
+        assert "rows flagged not finite by the lanes: 2 (2 made so)" in r.stdout
         times = re.findall(r"^\s+(engine \(scalar\)|lanes, all rows|lanes, 5 rows a call)\s+([0-9.]+)$", r.stdout, re.M)
         assert [name for name, _ in times] == ["engine (scalar)", "lanes, all rows", "lanes, 5 rows a call"]
         assert all(0 < float(t) < np.inf for _, t in times)
